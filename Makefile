@@ -1,0 +1,88 @@
+# Mosaic: a garbage collector for CRuby 3.4's Modular GC API.
+#
+#   make              build librubygc.mosaic.so (and the cached Ruby toolchain if missing)
+#   make demo         build everything, run a workload under default and mosaic, print a summary
+#   make test         the project's test command (see README)
+#   make install      install into the toolchain's modular GC dir, or GC_DIR=/path of your Ruby
+#   make CHECK=1      the checking variant: assertions, heap verification after every GC
+#   make ASAN=1       the checking variant plus -fsanitize=address,undefined (see docs/BUILDING.md)
+#   make env          print MOSAIC_RUBY=..., MOSAIC_RUBY_SRC=..., MOSAIC_GC_DIR=...
+
+SHELL := /bin/bash
+TOOLCHAIN := scripts/toolchain.sh
+
+# Where the Ruby toolchain lives (computed by the toolchain script, without building).
+TOOLCHAIN_ENV := $(shell $(TOOLCHAIN) paths)
+MOSAIC_RUBY       ?= $(shell echo '$(TOOLCHAIN_ENV)' | tr ' ' '\n' | sed -n 's/^MOSAIC_RUBY=//p')
+MOSAIC_RUBY_SRC   ?= $(shell echo '$(TOOLCHAIN_ENV)' | tr ' ' '\n' | sed -n 's/^MOSAIC_RUBY_SRC=//p')
+MOSAIC_GC_DIR     ?= $(shell echo '$(TOOLCHAIN_ENV)' | tr ' ' '\n' | sed -n 's/^MOSAIC_GC_DIR=//p')
+GC_DIR ?= $(MOSAIC_GC_DIR)
+
+# Headers: the Ruby source tree (gc/gc.h, gc/gc_impl.h, ruby/*.h) and its generated config.
+RUBY_ARCH ?= x86_64-linux
+INCLUDES := -I$(MOSAIC_RUBY_SRC) -I$(MOSAIC_RUBY_SRC)/include -I$(MOSAIC_RUBY_SRC)/.ext/include/$(RUBY_ARCH)
+
+CC ?= cc
+WARN := -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers -Wno-sign-compare -Werror=implicit-function-declaration
+CFLAGS_BASE := -std=gnu11 -fPIC -DBUILDING_MODULAR_GC -fvisibility=default $(WARN)
+
+ifeq ($(ASAN),1)
+  CHECK := 1
+  SAN := -fsanitize=address,undefined -fno-omit-frame-pointer
+endif
+ifeq ($(CHECK),1)
+  VARIANT := check
+  OPT := -O1 -g3 -DMOSAIC_CHECK=1 $(SAN)
+else
+  VARIANT := release
+  OPT := -O3 -g -DMOSAIC_CHECK=0
+endif
+
+BUILD := build/$(VARIANT)$(if $(SAN),-asan,)
+SRCS := $(wildcard src/*.c)
+OBJS := $(patsubst src/%.c,$(BUILD)/%.o,$(SRCS))
+LIB := $(BUILD)/librubygc.mosaic.so
+
+.PHONY: all toolchain lib install env test test-unit test-gates test-all-full demo bench clean
+
+all: install
+
+toolchain:
+	@$(TOOLCHAIN) build
+
+$(BUILD)/%.o: src/%.c src/mosaic.h | toolchain-ready
+	@mkdir -p $(BUILD)
+	$(CC) $(CFLAGS_BASE) $(OPT) $(INCLUDES) -c $< -o $@
+
+$(LIB): $(OBJS)
+	$(CC) -shared $(OPT) -o $@ $(OBJS)
+
+.PHONY: toolchain-ready
+toolchain-ready:
+	@$(TOOLCHAIN) build
+
+lib: $(LIB)
+
+install: $(LIB)
+	@mkdir -p $(GC_DIR)
+	cp $(LIB) $(GC_DIR)/librubygc.mosaic.so
+	@echo "installed $(GC_DIR)/librubygc.mosaic.so ($(VARIANT)$(if $(SAN), asan,))"
+
+env:
+	@$(TOOLCHAIN) env
+
+# The README's test command.
+test: install
+	@scripts/test.sh
+
+demo: install
+	@scripts/demo.sh
+
+bench: install
+	@bench/run.rb $(BENCH_ARGS)
+
+test-all-full: install
+	@scripts/test-all-full.sh $(GC)
+
+clean:
+	rm -rf build

@@ -1,0 +1,203 @@
+/*
+ * alloc.c: object allocation.
+ *
+ * Owns: the per-Ractor caches (one private freelist per size class), the lock-free fast path
+ * that pops a slot, and the slow path that refills a cache under the VM lock: from a swept
+ * page, by lazily sweeping, by growing the heap within its budget, or by collecting.
+ *
+ * Invariants:
+ *  - A cache's freelist only holds T_NONE slots of pages that are already swept this cycle,
+ *    so no sweep can hand the same slot out twice. Every collection empties every cache
+ *    before it marks (mosaic_caches_clear); the slots left there are T_NONE and the next
+ *    sweep puts them back on their page's freelist.
+ *  - A new object is initialised as CRuby expects: flags, klass, v1..v3, the rest zeroed.
+ *  - Allocation never happens inside a collection (during_gc): that is a bug, reported.
+ */
+#include <stdlib.h>
+
+#include "mosaic.h"
+
+/* =============================================================== caches */
+
+struct mosaic_cache *
+mosaic_cache_new(mosaic_objspace_t *objspace)
+{
+    struct mosaic_cache *cache = calloc(1, sizeof(struct mosaic_cache));
+    if (!cache) rb_memerror();
+    objspace->live_ractor_cache_count++;
+    return cache;
+}
+
+static void
+cache_flush_counts(mosaic_objspace_t *objspace, struct mosaic_cache *cache)
+{
+    for (int i = 0; i < MOSAIC_HEAP_COUNT; i++) {
+        objspace->heaps[i].total_allocated_objects += cache->heaps[i].allocated;
+        cache->heaps[i].allocated = 0;
+    }
+}
+
+void
+mosaic_cache_free(mosaic_objspace_t *objspace, struct mosaic_cache *cache)
+{
+    unsigned int lev = rb_gc_vm_lock();
+    cache_flush_counts(objspace, cache);
+    objspace->live_ractor_cache_count--;
+    rb_gc_vm_unlock(lev);
+    free(cache);
+}
+
+static void
+cache_clear_i(void *cache_ptr, void *data)
+{
+    struct mosaic_cache *cache = cache_ptr;
+    cache_flush_counts((mosaic_objspace_t *)data, cache);
+    for (int i = 0; i < MOSAIC_HEAP_COUNT; i++) cache->heaps[i].freelist = NULL;
+}
+
+/* Called with the world stopped, before marking. */
+void
+mosaic_caches_clear(mosaic_objspace_t *objspace)
+{
+    rb_gc_ractor_newobj_cache_foreach(cache_clear_i, objspace);
+}
+
+struct allocated_sum {
+    int heap_index;
+    size_t sum;
+};
+
+static void
+cache_sum_i(void *cache_ptr, void *data)
+{
+    struct allocated_sum *s = data;
+    s->sum += ((struct mosaic_cache *)cache_ptr)->heaps[s->heap_index].allocated;
+}
+
+/* Objects ever allocated in a size class, counting what caches have not flushed yet. */
+size_t
+mosaic_heap_total_allocated(mosaic_objspace_t *objspace, int heap_index)
+{
+    struct allocated_sum s = { heap_index, 0 };
+    rb_gc_ractor_newobj_cache_foreach(cache_sum_i, &s);
+    return objspace->heaps[heap_index].total_allocated_objects + s.sum;
+}
+
+/* ============================================================ slow path */
+
+static struct mosaic_page *
+heap_take_free_page(mosaic_objspace_t *objspace, struct mosaic_heap *heap)
+{
+    struct mosaic_page *page = heap->free_pages;
+    if (page) {
+        heap->free_pages = page->free_next;
+        page->free_next = NULL;
+        return page;
+    }
+    if (objspace->lazy_sweeping) return mosaic_sweep_for_free_page(objspace, heap);
+    return NULL;
+}
+
+static struct mosaic_page *
+heap_grow(mosaic_objspace_t *objspace, struct mosaic_heap *heap, bool force)
+{
+    if (!force && heap->allocatable_slots == 0) return NULL;
+    struct mosaic_page *page = mosaic_page_new(objspace, heap);
+    if (page) {
+        heap->allocatable_slots = heap->allocatable_slots > page->total_slots
+            ? heap->allocatable_slots - page->total_slots : 0;
+    }
+    return page;
+}
+
+/* Returns the freelist of a page for heap `heap_index`, or NULL when memory is exhausted.
+ * Takes the VM lock; may sweep, grow, or collect. */
+static struct mosaic_free_slot *
+cache_refill(mosaic_objspace_t *objspace, struct mosaic_cache *cache, size_t heap_index)
+{
+    struct mosaic_heap *heap = &objspace->heaps[heap_index];
+    struct mosaic_free_slot *slot = NULL;
+    unsigned int lev = rb_gc_vm_lock();
+
+    /* A collection empties this cache; a slot another path left there is still good. */
+    if ((slot = cache->heaps[heap_index].freelist) != NULL) goto done;
+
+    bool collected = false;
+    for (;;) {
+        struct mosaic_page *page = heap_take_free_page(objspace, heap);
+        if (!page) page = heap_grow(objspace, heap, objspace->dont_gc || collected);
+        if (!page && !collected && !objspace->dont_gc) {
+            collected = true;
+            mosaic_collect(objspace, MOSAIC_REASON_NEWOBJ);
+            if ((slot = cache->heaps[heap_index].freelist) != NULL) goto done;
+            continue;
+        }
+        if (!page) break;  /* out of memory */
+        if (page->freelist) {
+            slot = page->freelist;
+            page->freelist = NULL;
+            break;
+        }
+    }
+
+  done:
+    rb_gc_vm_unlock(lev);
+    return slot;
+}
+
+static void
+new_obj_slow_checks(mosaic_objspace_t *objspace)
+{
+    if (RB_UNLIKELY(objspace->during_gc)) {
+        objspace->dont_gc = true;
+        objspace->during_gc = false;
+        if (rb_memerror_reentered()) rb_memerror();
+        rb_bug("Mosaic: object allocation during garbage collection");
+    }
+    if (objspace->gc_stress && !objspace->dont_gc) {
+        mosaic_collect(objspace, MOSAIC_REASON_STRESS);
+    }
+    else if (objspace->malloc_gc_pending && !objspace->dont_gc) {
+        objspace->malloc_gc_pending = false;
+        mosaic_collect(objspace, MOSAIC_REASON_MALLOC);
+    }
+}
+
+/* ============================================================ fast path */
+
+VALUE
+mosaic_new_obj(mosaic_objspace_t *objspace, struct mosaic_cache *cache, VALUE klass, VALUE flags,
+               VALUE v1, VALUE v2, VALUE v3, bool wb_protected, size_t alloc_size)
+{
+    size_t heap_index = mosaic_heap_index_for_size(alloc_size);
+
+    if (RB_UNLIKELY(objspace->during_gc || objspace->gc_stress || objspace->malloc_gc_pending)) {
+        new_obj_slow_checks(objspace);
+    }
+
+    struct mosaic_free_slot *slot = cache->heaps[heap_index].freelist;
+    if (RB_UNLIKELY(!slot)) {
+        slot = cache_refill(objspace, cache, heap_index);
+        if (!slot) rb_memerror();
+    }
+    cache->heaps[heap_index].freelist = slot->next;
+    cache->heaps[heap_index].allocated++;
+
+    MOSAIC_ASSERT(slot->flags == 0);
+    VALUE *p = (VALUE *)slot;
+    p[0] = flags;
+    p[1] = klass;
+    p[2] = v1;
+    p[3] = v2;
+    p[4] = v3;
+    size_t slot_size = mosaic_heap_sizes[heap_index];
+    if (slot_size > MOSAIC_BASE_SLOT_SIZE) {
+        memset(&p[5], 0, slot_size - MOSAIC_BASE_SLOT_SIZE);
+    }
+
+    if (!wb_protected) {
+        struct mosaic_page *page = mosaic_page_of((VALUE)p);
+        mosaic_bit_set(page->wb_unprotected_bits, mosaic_bit_index((VALUE)p));
+    }
+    return (VALUE)p;
+}

@@ -1,0 +1,467 @@
+/*
+ * api.c: the Modular GC entry points (gc/gc_impl.h), as thin glue.
+ *
+ * Each rb_gc_impl_* function here forwards to the module that owns the logic (see the file
+ * list in docs/DESIGN.md). The only logic kept here is boot order and the Ruby-visible
+ * constants CRuby's tests read.
+ */
+#include <stdlib.h>
+
+#include "mosaic.h"
+
+/* ================================================================ boot */
+
+void *
+rb_gc_impl_objspace_alloc(void)
+{
+    mosaic_objspace_t *objspace = calloc(1, sizeof(mosaic_objspace_t));
+    if (!objspace) {
+        fprintf(stderr, "[mosaic] cannot allocate the object space\n");
+        abort();
+    }
+    return objspace;
+}
+
+void
+rb_gc_impl_objspace_init(void *objspace_ptr)
+{
+    mosaic_objspace_t *objspace = objspace_ptr;
+    objspace->measure_time = true;
+    objspace->gc_stress_mode = Qfalse;
+    clock_gettime(CLOCK_MONOTONIC, &objspace->stats.boot_time);
+
+    mosaic_params_defaults(&objspace->params);
+    mosaic_heap_init(objspace);
+    mosaic_pace_init(objspace);
+    mosaic_objid_init(objspace);
+    mosaic_finalize_init(objspace);
+}
+
+void
+rb_gc_impl_objspace_free(void *objspace_ptr)
+{
+    mosaic_objspace_t *objspace = objspace_ptr;
+    mosaic_heap_free_all(objspace);
+    mosaic_mark_stack_free(&objspace->mark_stack);
+    mosaic_ptr_vec_free(&objspace->weak_refs);
+    if (objspace->finalizer_table) st_free_table(objspace->finalizer_table);
+    st_free_table(objspace->obj_to_id);
+    st_free_table(objspace->id_to_obj);
+    free(objspace->stats.records);
+    free(objspace);
+}
+
+void *
+rb_gc_impl_ractor_cache_alloc(void *objspace_ptr, void *ractor)
+{
+    return mosaic_cache_new(objspace_ptr);
+}
+
+void
+rb_gc_impl_ractor_cache_free(void *objspace_ptr, void *cache)
+{
+    mosaic_cache_free(objspace_ptr, cache);
+}
+
+void
+rb_gc_impl_set_params(void *objspace_ptr)
+{
+    mosaic_objspace_t *objspace = objspace_ptr;
+    mosaic_params_from_env(&objspace->params);
+    mosaic_pace_init(objspace);
+}
+
+void
+rb_gc_impl_init(void)
+{
+    VALUE constants = rb_hash_new();
+    rb_hash_aset(constants, ID2SYM(rb_intern("DEBUG")), RBOOL(MOSAIC_CHECK));
+    rb_hash_aset(constants, ID2SYM(rb_intern("BASE_SLOT_SIZE")), SIZET2NUM(MOSAIC_BASE_SLOT_SIZE));
+    rb_hash_aset(constants, ID2SYM(rb_intern("RVALUE_OVERHEAD")), SIZET2NUM(0));
+    rb_hash_aset(constants, ID2SYM(rb_intern("HEAP_PAGE_OBJ_LIMIT")),
+                 SIZET2NUM((MOSAIC_PAGE_SIZE - MOSAIC_PAGE_HEADER_SIZE) / MOSAIC_BASE_SLOT_SIZE));
+    rb_hash_aset(constants, ID2SYM(rb_intern("HEAP_PAGE_BITMAP_SIZE")), SIZET2NUM(sizeof(mosaic_bits_t) * MOSAIC_BITMAP_WORDS));
+    rb_hash_aset(constants, ID2SYM(rb_intern("HEAP_PAGE_SIZE")), SIZET2NUM(MOSAIC_PAGE_SIZE));
+    rb_hash_aset(constants, ID2SYM(rb_intern("HEAP_COUNT")), LONG2FIX(MOSAIC_HEAP_COUNT));
+    rb_hash_aset(constants, ID2SYM(rb_intern("SIZE_POOL_COUNT")), LONG2FIX(MOSAIC_HEAP_COUNT));
+    rb_hash_aset(constants, ID2SYM(rb_intern("RVARGC_MAX_ALLOCATE_SIZE")),
+                 SIZET2NUM(mosaic_heap_sizes[MOSAIC_HEAP_COUNT - 1]));
+    rb_hash_aset(constants, ID2SYM(rb_intern("RVALUE_OLD_AGE")), LONG2FIX(0));
+    OBJ_FREEZE(constants);
+    rb_define_const(rb_mGC, "INTERNAL_CONSTANTS", constants);
+
+    VALUE opts = rb_ary_new();
+    rb_ary_push(opts, rb_interned_str_cstr("MOSAIC"));
+    rb_ary_push(opts, rb_interned_str_cstr("GC_ENABLE_LAZY_SWEEP"));
+    if (MOSAIC_CHECK) rb_ary_push(opts, rb_interned_str_cstr("MOSAIC_CHECK"));
+    OBJ_FREEZE(opts);
+    rb_define_const(rb_mGC, "OPTS", opts);
+
+    mosaic_define_verify();
+    mosaic_define_profiler();
+
+    /* Compaction does not exist yet: say so instead of pretending. */
+    rb_define_singleton_method(rb_mGC, "compact", rb_f_notimplement, 0);
+    rb_define_singleton_method(rb_mGC, "auto_compact", rb_f_notimplement, 0);
+    rb_define_singleton_method(rb_mGC, "auto_compact=", rb_f_notimplement, 1);
+    rb_define_singleton_method(rb_mGC, "latest_compact_info", rb_f_notimplement, 0);
+    rb_define_singleton_method(rb_mGC, "verify_compaction_references", rb_f_notimplement, -1);
+}
+
+size_t *
+rb_gc_impl_heap_sizes(void *objspace_ptr)
+{
+    return mosaic_heap_sizes;
+}
+
+/* ============================================================ shutdown */
+
+void
+rb_gc_impl_shutdown_free_objects(void *objspace_ptr)
+{
+    mosaic_objspace_t *objspace = objspace_ptr;
+    for (size_t p = 0; p < objspace->sorted_count; p++) {
+        struct mosaic_page *page = objspace->sorted_pages[p];
+        for (size_t i = 0; i < page->total_slots; i++) {
+            VALUE obj = (VALUE)(page->start + i * page->slot_size);
+            if (RB_BUILTIN_TYPE(obj) != T_NONE && RB_BUILTIN_TYPE(obj) != T_ZOMBIE) {
+                rb_gc_obj_free_vm_weak_references(obj);
+                if (rb_gc_obj_free(objspace, obj)) RBASIC(obj)->flags = 0;
+            }
+        }
+    }
+}
+
+/* ================================================================== GC */
+
+void
+rb_gc_impl_start(void *objspace_ptr, bool full_mark, bool immediate_mark, bool immediate_sweep, bool compact)
+{
+    mosaic_objspace_t *objspace = objspace_ptr;
+    unsigned int reason = MOSAIC_REASON_METHOD | MOSAIC_REASON_MAJOR_FORCE;
+    if (immediate_sweep || compact) reason |= MOSAIC_REASON_IMMEDIATE_SWEEP;
+    mosaic_collect(objspace, reason);
+    mosaic_finalize_deferred(objspace);
+}
+
+bool
+rb_gc_impl_during_gc_p(void *objspace_ptr)
+{
+    return ((mosaic_objspace_t *)objspace_ptr)->during_gc;
+}
+
+static void
+prepare_heap_i(VALUE obj, void *data)
+{
+    switch (RB_BUILTIN_TYPE(obj)) {
+      case T_NONE:
+      case T_ZOMBIE:
+        return;
+      default:
+        rb_gc_prepare_heap_process_object(obj);
+    }
+}
+
+void
+rb_gc_impl_prepare_heap(void *objspace_ptr)
+{
+    mosaic_objspace_t *objspace = objspace_ptr;
+    rb_gc_impl_start(objspace, true, true, true, false);
+    mosaic_each_object(objspace, prepare_heap_i, NULL);
+}
+
+void
+rb_gc_impl_gc_enable(void *objspace_ptr)
+{
+    ((mosaic_objspace_t *)objspace_ptr)->dont_gc = false;
+}
+
+void
+rb_gc_impl_gc_disable(void *objspace_ptr, bool finish_current_gc)
+{
+    mosaic_objspace_t *objspace = objspace_ptr;
+    if (finish_current_gc) mosaic_gc_rest(objspace);
+    objspace->dont_gc = true;
+}
+
+bool
+rb_gc_impl_gc_enabled_p(void *objspace_ptr)
+{
+    return !((mosaic_objspace_t *)objspace_ptr)->dont_gc;
+}
+
+void
+rb_gc_impl_stress_set(void *objspace_ptr, VALUE flag)
+{
+    mosaic_objspace_t *objspace = objspace_ptr;
+    objspace->gc_stress = RTEST(flag);
+    objspace->gc_stress_mode = flag;
+}
+
+VALUE
+rb_gc_impl_stress_get(void *objspace_ptr)
+{
+    return ((mosaic_objspace_t *)objspace_ptr)->gc_stress_mode;
+}
+
+VALUE
+rb_gc_impl_config_get(void *objspace_ptr)
+{
+    return mosaic_config_get(objspace_ptr);
+}
+
+void
+rb_gc_impl_config_set(void *objspace_ptr, VALUE hash)
+{
+    mosaic_config_set(objspace_ptr, hash);
+}
+
+/* ========================================================== allocation */
+
+VALUE
+rb_gc_impl_new_obj(void *objspace_ptr, void *cache_ptr, VALUE klass, VALUE flags, VALUE v1, VALUE v2, VALUE v3,
+                   bool wb_protected, size_t alloc_size)
+{
+    return mosaic_new_obj(objspace_ptr, cache_ptr, klass, flags, v1, v2, v3, wb_protected, alloc_size);
+}
+
+size_t
+rb_gc_impl_obj_slot_size(VALUE obj)
+{
+    return mosaic_page_of(obj)->slot_size;
+}
+
+size_t
+rb_gc_impl_heap_id_for_size(void *objspace_ptr, size_t size)
+{
+    return mosaic_heap_index_for_size(size);
+}
+
+bool
+rb_gc_impl_size_allocatable_p(size_t size)
+{
+    return size <= mosaic_heap_sizes[MOSAIC_HEAP_COUNT - 1];
+}
+
+/* ============================================================= marking */
+
+void
+rb_gc_impl_mark(void *objspace_ptr, VALUE obj)
+{
+    mosaic_mark(objspace_ptr, obj, false);
+}
+
+void
+rb_gc_impl_mark_and_move(void *objspace_ptr, VALUE *ptr)
+{
+    mosaic_mark(objspace_ptr, *ptr, false);
+}
+
+void
+rb_gc_impl_mark_and_pin(void *objspace_ptr, VALUE obj)
+{
+    mosaic_mark(objspace_ptr, obj, true);
+}
+
+void
+rb_gc_impl_mark_maybe(void *objspace_ptr, VALUE obj)
+{
+    mosaic_mark_maybe(objspace_ptr, obj);
+}
+
+void
+rb_gc_impl_mark_weak(void *objspace_ptr, VALUE *ptr)
+{
+    mosaic_mark_weak(objspace_ptr, ptr);
+}
+
+void
+rb_gc_impl_remove_weak(void *objspace_ptr, VALUE parent_obj, VALUE *ptr)
+{
+    mosaic_remove_weak(objspace_ptr, ptr);
+}
+
+/* ========================================================== compaction */
+
+bool
+rb_gc_impl_object_moved_p(void *objspace_ptr, VALUE obj)
+{
+    return false;  /* nothing moves yet */
+}
+
+VALUE
+rb_gc_impl_location(void *objspace_ptr, VALUE value)
+{
+    return value;
+}
+
+/* ====================================================== write barriers */
+
+/* Mosaic does not yet have generations: no barrier has work to do. The wb-unprotected bit is
+ * kept (alloc.c, copy_attributes) so the generational collector inherits it. */
+void
+rb_gc_impl_writebarrier(void *objspace_ptr, VALUE a, VALUE b)
+{
+}
+
+void
+rb_gc_impl_writebarrier_unprotect(void *objspace_ptr, VALUE obj)
+{
+    if (RB_SPECIAL_CONST_P(obj)) return;
+    mosaic_bit_set(mosaic_page_of(obj)->wb_unprotected_bits, mosaic_bit_index(obj));
+}
+
+void
+rb_gc_impl_writebarrier_remember(void *objspace_ptr, VALUE obj)
+{
+}
+
+/* ========================================================= heap walking */
+
+void
+rb_gc_impl_each_objects(void *objspace_ptr, int (*callback)(void *, void *, size_t, void *), void *data)
+{
+    mosaic_each_objects(objspace_ptr, callback, data);
+}
+
+void
+rb_gc_impl_each_object(void *objspace_ptr, void (*func)(VALUE obj, void *data), void *data)
+{
+    mosaic_each_object(objspace_ptr, func, data);
+}
+
+/* =========================================================== object ids */
+
+VALUE
+rb_gc_impl_object_id(void *objspace_ptr, VALUE obj)
+{
+    return mosaic_object_id(objspace_ptr, obj);
+}
+
+VALUE
+rb_gc_impl_object_id_to_ref(void *objspace_ptr, VALUE object_id)
+{
+    return mosaic_object_id_to_ref(objspace_ptr, object_id);
+}
+
+/* ============================================================== forking */
+
+void
+rb_gc_impl_before_fork(void *objspace_ptr)
+{
+    /* Nothing runs beside the mutator yet (no GC threads), so there is nothing to stop. */
+}
+
+void
+rb_gc_impl_after_fork(void *objspace_ptr, rb_pid_t pid)
+{
+}
+
+/* =========================================================== statistics */
+
+void
+rb_gc_impl_set_measure_total_time(void *objspace_ptr, VALUE flag)
+{
+    ((mosaic_objspace_t *)objspace_ptr)->measure_time = RTEST(flag);
+}
+
+bool
+rb_gc_impl_get_measure_total_time(void *objspace_ptr)
+{
+    return ((mosaic_objspace_t *)objspace_ptr)->measure_time;
+}
+
+unsigned long long
+rb_gc_impl_get_total_time(void *objspace_ptr)
+{
+    mosaic_objspace_t *objspace = objspace_ptr;
+    return objspace->stats.marking_time_ns + objspace->stats.sweeping_time_ns;
+}
+
+size_t
+rb_gc_impl_gc_count(void *objspace_ptr)
+{
+    return ((mosaic_objspace_t *)objspace_ptr)->stats.count;
+}
+
+VALUE
+rb_gc_impl_latest_gc_info(void *objspace_ptr, VALUE key)
+{
+    return mosaic_latest_gc_info(objspace_ptr, key);
+}
+
+VALUE
+rb_gc_impl_stat(void *objspace_ptr, VALUE hash_or_sym)
+{
+    return mosaic_stat(objspace_ptr, hash_or_sym);
+}
+
+VALUE
+rb_gc_impl_stat_heap(void *objspace_ptr, VALUE heap_name, VALUE hash_or_sym)
+{
+    return mosaic_stat_heap(objspace_ptr, heap_name, hash_or_sym);
+}
+
+const char *
+rb_gc_impl_active_gc_name(void)
+{
+    return "mosaic";
+}
+
+/* ======================================================== miscellaneous */
+
+size_t
+rb_gc_impl_obj_flags(void *objspace_ptr, VALUE obj, ID *flags, size_t max)
+{
+    size_t n = 0;
+    static ID id_marked, id_pinned, id_wb_protected;
+    if (!id_marked) {
+        id_marked = rb_intern("marked");
+        id_pinned = rb_intern("pinned");
+        id_wb_protected = rb_intern("wb_protected");
+    }
+    struct mosaic_page *page = mosaic_page_of(obj);
+    size_t bit = mosaic_bit_index(obj);
+    if (!mosaic_bit_test(page->wb_unprotected_bits, bit) && n < max) flags[n++] = id_wb_protected;
+    if (mosaic_bit_test(page->mark_bits, bit) && n < max) flags[n++] = id_marked;
+    if (mosaic_bit_test(page->pinned_bits, bit) && n < max) flags[n++] = id_pinned;
+    return n;
+}
+
+bool
+rb_gc_impl_pointer_to_heap_p(void *objspace_ptr, const void *ptr)
+{
+    return mosaic_pointer_to_slot_p(objspace_ptr, ptr);
+}
+
+bool
+rb_gc_impl_garbage_object_p(void *objspace_ptr, VALUE obj)
+{
+    mosaic_objspace_t *objspace = objspace_ptr;
+    switch (RB_BUILTIN_TYPE(obj)) {
+      case T_NONE:
+      case T_MOVED:
+      case T_ZOMBIE:
+        return true;
+      default:
+        break;
+    }
+    if (!objspace->lazy_sweeping) return false;
+    struct mosaic_page *page = mosaic_page_of(obj);
+    return page->before_sweep && !mosaic_bit_test(page->mark_bits, mosaic_bit_index(obj));
+}
+
+void
+rb_gc_impl_set_event_hook(void *objspace_ptr, const rb_event_flag_t event)
+{
+    ((mosaic_objspace_t *)objspace_ptr)->hook_events = event & RUBY_INTERNAL_EVENT_OBJSPACE_MASK;
+}
+
+void
+rb_gc_impl_copy_attributes(void *objspace_ptr, VALUE dest, VALUE obj)
+{
+    if (mosaic_bit_test(mosaic_page_of(obj)->wb_unprotected_bits, mosaic_bit_index(obj))) {
+        rb_gc_impl_writebarrier_unprotect(objspace_ptr, dest);
+    }
+    rb_gc_impl_copy_finalizer(objspace_ptr, dest, obj);
+}

@@ -1,0 +1,134 @@
+/*
+ * collect.c: one collection cycle, and entering and leaving the collector.
+ *
+ * A cycle (mosaic_collect), in order:
+ *   1. enter: take the VM lock, stop other Ractors (barrier), set during_gc, GC_ENTER event.
+ *   2. finish the previous cycle's lazy sweep, so every page is swept.
+ *   3. empty every Ractor's allocation cache (their slots are T_NONE and come back at sweep).
+ *   4. GC_START event; mark from the roots (mark.c); clear dead weak references; GC_END_MARK.
+ *   5. pace: decide growth and shrink budgets from what survived (pace.c).
+ *   6. prepare the sweep: every page before_sweep. Sweep now if immediate, else lazily as
+ *      allocation needs pages; GC_END_SWEEP when the last page is swept.
+ *   7. leave: GC_EXIT event, clear during_gc, release the lock; schedule finalizers.
+ *
+ * Invariants:
+ *  - during_gc is true exactly between enter and leave; entering twice is a bug (rb_bug),
+ *    never a silent corruption.
+ *  - No allocation happens while during_gc (alloc.c reports it).
+ */
+#include "mosaic.h"
+
+void
+mosaic_gc_enter(mosaic_objspace_t *objspace, unsigned int *lock_lev, bool barrier)
+{
+    *lock_lev = rb_gc_vm_lock();
+    if (barrier) rb_gc_vm_barrier();
+    if (RB_UNLIKELY(objspace->during_gc)) {
+        objspace->dont_gc = true;
+        rb_bug("Mosaic: the collector was entered from inside a collection");
+    }
+    objspace->during_gc = true;
+    rb_gc_event_hook(0, RUBY_INTERNAL_EVENT_GC_ENTER);
+}
+
+void
+mosaic_gc_exit(mosaic_objspace_t *objspace, unsigned int *lock_lev)
+{
+    rb_gc_event_hook(0, RUBY_INTERNAL_EVENT_GC_EXIT);
+    objspace->during_gc = false;
+    rb_gc_vm_unlock(*lock_lev);
+}
+
+static bool
+gc_allowed_here(void)
+{
+    /* Only a Ruby thread holding the GVL may collect. */
+    return ruby_native_thread_p();
+}
+
+/* Runs one full collection. Returns false when the GC did not run (disabled, not ready). */
+bool
+mosaic_collect(mosaic_objspace_t *objspace, unsigned int reason)
+{
+    if (objspace->dont_gc && !(reason & MOSAIC_REASON_METHOD)) return false;
+    if (!gc_allowed_here()) return false;
+    if (objspace->sorted_count == 0) return false;  /* heap not ready */
+
+    unsigned int lev;
+    mosaic_gc_enter(objspace, &lev, true);
+
+    uint64_t start_ns = mosaic_now_ns();
+    bool measure = objspace->measure_time;
+
+    /* 2. Finish the previous cycle. */
+    if (objspace->lazy_sweeping) {
+        uint64_t t = measure ? mosaic_now_ns() : 0;
+        mosaic_sweep_rest(objspace);
+        if (measure) objspace->stats.sweeping_time_ns += mosaic_now_ns() - t;
+    }
+
+    /* 3. Caches give up their slots. */
+    mosaic_caches_clear(objspace);
+
+    if (objspace->gc_stress) {
+        int mode = FIXNUM_P(objspace->gc_stress_mode) ? FIX2INT(objspace->gc_stress_mode) : 0;
+        /* Bit 1 of the stress mode asks for lazy sweeping (default GC's gc_stress_no_immediate_sweep). */
+        if (!(mode & 2)) reason |= MOSAIC_REASON_IMMEDIATE_SWEEP;
+    }
+    /* Every Mosaic cycle marks the whole heap: report it as the default GC reports a major GC. */
+    reason |= MOSAIC_REASON_FULL_MARK | MOSAIC_REASON_IMMEDIATE_MARK;
+    if (!(reason & (MOSAIC_REASON_MAJOR_NOFREE | MOSAIC_REASON_MAJOR_FORCE))) {
+        reason |= (reason & (MOSAIC_REASON_NEWOBJ | MOSAIC_REASON_MALLOC))
+            ? MOSAIC_REASON_MAJOR_NOFREE : MOSAIC_REASON_MAJOR_FORCE;
+    }
+    if (objspace->finalizer_table && objspace->finalizer_table->num_entries) {
+        reason |= MOSAIC_REASON_HAVE_FINALIZE;
+    }
+
+    objspace->stats.count++;
+    objspace->stats.latest_reason = reason;
+    mosaic_pace_malloc_limit(objspace);
+
+    rb_gc_event_hook(0, RUBY_INTERNAL_EVENT_GC_START);
+
+    /* 4. Mark. */
+    uint64_t mark_start = measure ? mosaic_now_ns() : 0;
+    mosaic_mark_phase(objspace);
+    if (measure) objspace->stats.marking_time_ns += mosaic_now_ns() - mark_start;
+    rb_gc_event_hook(0, RUBY_INTERNAL_EVENT_GC_END_MARK);
+
+    /* 5. Pace. */
+    mosaic_pace_after_mark(objspace);
+
+    /* 6. Sweep. */
+    mosaic_sweep_prepare(objspace);
+    if (reason & MOSAIC_REASON_IMMEDIATE_SWEEP) {
+        uint64_t t = measure ? mosaic_now_ns() : 0;
+        mosaic_sweep_rest(objspace);
+        if (measure) objspace->stats.sweeping_time_ns += mosaic_now_ns() - t;
+    }
+
+    uint64_t end_ns = mosaic_now_ns();
+    if (objspace->stats.profiler_enabled) mosaic_profile_record(objspace, reason, start_ns, end_ns);
+
+    /* 7. Leave. */
+    mosaic_gc_exit(objspace, &lev);
+
+    if (objspace->zombies && !ruby_free_at_exit_p()) {
+        rb_postponed_job_trigger(objspace->finalize_job);
+    }
+
+#if MOSAIC_CHECK
+    if (!objspace->lazy_sweeping || (reason & MOSAIC_REASON_IMMEDIATE_SWEEP)) {
+        mosaic_verify_heap(objspace, false);
+    }
+#endif
+    return true;
+}
+
+/* Finishes any work of the current cycle (lazy sweep). */
+void
+mosaic_gc_rest(mosaic_objspace_t *objspace)
+{
+    mosaic_sweep_finish_now(objspace);
+}

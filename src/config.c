@@ -1,0 +1,234 @@
+/*
+ * config.c: Mosaic's tunables, in one place: defaults, environment variables, GC.config.
+ *
+ * Environment variables are read once at boot (rb_gc_impl_set_params). RUBY_GC_* names are
+ * honoured where they mean what they mean in CRuby's default GC; MOSAIC_* names are Mosaic's
+ * own. A value that does not parse, or is out of range, is reported on stderr and the default
+ * is kept. With -w (verbose), every accepted value is echoed in the default GC's format.
+ *
+ * | variable                              | default | meaning                                   |
+ * |---------------------------------------|---------|-------------------------------------------|
+ * | RUBY_GC_HEAP_<i>_INIT_SLOTS           | 10000   | slots of class i allowed before a 1st GC |
+ * | RUBY_GC_HEAP_GROWTH_FACTOR            | 1.8     | growth when too little is free after GC   |
+ * | RUBY_GC_HEAP_GROWTH_MAX_SLOTS         | 0 (off) | cap on one growth step, in slots          |
+ * | RUBY_GC_HEAP_FREE_SLOTS_MIN_RATIO     | 0.20    | grow when free/total after GC is below    |
+ * | RUBY_GC_HEAP_FREE_SLOTS_GOAL_RATIO    | 0.40    | free/total a growth step aims for         |
+ * | RUBY_GC_HEAP_FREE_SLOTS_MAX_RATIO     | 0.65    | give pages back when free/total is above  |
+ * | RUBY_GC_MALLOC_LIMIT                  | 16 MiB  | malloc'd bytes between GCs, initially     |
+ * | RUBY_GC_MALLOC_LIMIT_MAX              | 32 MiB  | ceiling of that limit                     |
+ * | RUBY_GC_MALLOC_LIMIT_GROWTH_FACTOR    | 1.4     | growth of the limit when it was crossed   |
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "mosaic.h"
+
+void
+mosaic_params_defaults(struct mosaic_params *params)
+{
+    for (int i = 0; i < MOSAIC_HEAP_COUNT; i++) params->heap_init_slots[i] = 10000;
+    params->growth_factor = 1.8;
+    params->growth_max_slots = 0;
+    params->free_slots_min_ratio = 0.20;
+    params->free_slots_goal_ratio = 0.40;
+    params->free_slots_max_ratio = 0.65;
+    params->malloc_limit_min = 16 * 1024 * 1024;
+    params->malloc_limit_max = 32 * 1024 * 1024;
+    params->malloc_limit_growth_factor = 1.4;
+}
+
+static bool
+verbose_p(void)
+{
+    return RTEST(ruby_verbose);
+}
+
+/* Reads a size (accepts k/m/g suffixes). Returns true when the value was accepted. */
+static bool
+env_size(const char *name, size_t *value, size_t lower_bound)
+{
+    const char *s = getenv(name);
+    if (!s || !*s) return false;
+
+    char *end;
+    errno = 0;
+    long long v = strtoll(s, &end, 0);
+    size_t unit = 1;
+    switch (*end) {
+      case 'k': case 'K': unit = 1024; end++; break;
+      case 'm': case 'M': unit = 1024 * 1024; end++; break;
+      case 'g': case 'G': unit = 1024 * 1024 * 1024; end++; break;
+    }
+    while (*end && isspace((unsigned char)*end)) end++;
+    if (*end || errno || v < 0 || (unsigned long long)v > SIZE_MAX / unit) {
+        fprintf(stderr, "[mosaic] invalid value for %s: %s (keeping %zu)\n", name, s, *value);
+        return false;
+    }
+    size_t val = (size_t)v * unit;
+    if (val < lower_bound) {
+        fprintf(stderr, "[mosaic] %s=%zu is ignored because it must be at least %zu (keeping %zu)\n",
+                name, val, lower_bound, *value);
+        return false;
+    }
+    if (verbose_p()) fprintf(stderr, "%s=%zu (default value: %zu)\n", name, val, *value);
+    *value = val;
+    return true;
+}
+
+/* Reads a double within (lower, upper]; upper 0 means no upper bound. */
+static bool
+env_double(const char *name, double *value, double lower, double upper, bool accept_zero)
+{
+    const char *s = getenv(name);
+    if (!s || !*s) return false;
+
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (*end || errno) {
+        fprintf(stderr, "[mosaic] invalid value for %s: %s (keeping %f)\n", name, s, *value);
+        return false;
+    }
+    if (!(accept_zero && v == 0.0)) {
+        if (v <= lower || (upper != 0.0 && v > upper)) {
+            fprintf(stderr, "[mosaic] %s=%f is ignored because it must be in (%f, %f] (keeping %f)\n",
+                    name, v, lower, upper, *value);
+            return false;
+        }
+    }
+    if (verbose_p()) fprintf(stderr, "%s=%f (default value: %f)\n", name, v, *value);
+    *value = v;
+    return true;
+}
+
+void
+mosaic_params_from_env(struct mosaic_params *params)
+{
+    for (int i = 0; i < MOSAIC_HEAP_COUNT; i++) {
+        char key[64];
+        snprintf(key, sizeof(key), "RUBY_GC_HEAP_%d_INIT_SLOTS", i);
+        env_size(key, &params->heap_init_slots[i], 0);
+    }
+    env_double("RUBY_GC_HEAP_GROWTH_FACTOR", &params->growth_factor, 1.0, 0.0, false);
+    env_size("RUBY_GC_HEAP_GROWTH_MAX_SLOTS", &params->growth_max_slots, 0);
+    env_double("RUBY_GC_HEAP_FREE_SLOTS_MIN_RATIO", &params->free_slots_min_ratio, 0.0, 1.0, false);
+    env_double("RUBY_GC_HEAP_FREE_SLOTS_MAX_RATIO", &params->free_slots_max_ratio,
+               params->free_slots_min_ratio, 1.0, false);
+    env_double("RUBY_GC_HEAP_FREE_SLOTS_GOAL_RATIO", &params->free_slots_goal_ratio,
+               params->free_slots_min_ratio, params->free_slots_max_ratio, true);
+    env_size("RUBY_GC_MALLOC_LIMIT", &params->malloc_limit_min, 0);
+    env_size("RUBY_GC_MALLOC_LIMIT_MAX", &params->malloc_limit_max, 0);
+    if (params->malloc_limit_max == 0) params->malloc_limit_max = SIZE_MAX;
+    if (params->malloc_limit_max < params->malloc_limit_min) params->malloc_limit_max = params->malloc_limit_min;
+    env_double("RUBY_GC_MALLOC_LIMIT_GROWTH_FACTOR", &params->malloc_limit_growth_factor, 1.0, 0.0, false);
+}
+
+/* ============================================================ GC.config */
+
+#define SYM(name) ID2SYM(rb_intern_const(name))
+
+VALUE
+mosaic_config_get(mosaic_objspace_t *objspace)
+{
+    const struct mosaic_params *p = &objspace->params;
+    VALUE hash = rb_hash_new();
+    /* Every Mosaic collection marks the whole heap; the key is kept for tools that read it. */
+    rb_hash_aset(hash, SYM("rgengc_allow_full_mark"), Qtrue);
+    rb_hash_aset(hash, SYM("heap_growth_factor"), DBL2NUM(p->growth_factor));
+    rb_hash_aset(hash, SYM("heap_growth_max_slots"), SIZET2NUM(p->growth_max_slots));
+    rb_hash_aset(hash, SYM("heap_free_slots_min_ratio"), DBL2NUM(p->free_slots_min_ratio));
+    rb_hash_aset(hash, SYM("heap_free_slots_goal_ratio"), DBL2NUM(p->free_slots_goal_ratio));
+    rb_hash_aset(hash, SYM("heap_free_slots_max_ratio"), DBL2NUM(p->free_slots_max_ratio));
+    rb_hash_aset(hash, SYM("malloc_limit_min"), SIZET2NUM(p->malloc_limit_min));
+    rb_hash_aset(hash, SYM("malloc_limit_max"), SIZET2NUM(p->malloc_limit_max));
+    rb_hash_aset(hash, SYM("malloc_limit_growth_factor"), DBL2NUM(p->malloc_limit_growth_factor));
+    return hash;
+}
+
+static double
+config_ratio(VALUE key, VALUE value, double lower, double upper)
+{
+    double v = NUM2DBL(value);
+    if (!(v >= lower && v <= upper)) {
+        rb_raise(rb_eArgError, "GC.config: %"PRIsVALUE" must be between %g and %g, got %g", key, lower, upper, v);
+    }
+    return v;
+}
+
+static int
+config_set_i(st_data_t key_data, st_data_t value_data, st_data_t data)
+{
+    mosaic_objspace_t *objspace = (mosaic_objspace_t *)data;
+    struct mosaic_params *p = &objspace->params;
+    VALUE key = (VALUE)key_data, value = (VALUE)value_data;
+    if (!SYMBOL_P(key)) return ST_CONTINUE;
+
+    ID id = SYM2ID(key);
+    if (id == rb_intern("rgengc_allow_full_mark")) {
+        /* Accepted and ignored: there is no other kind of collection to fall back to. */
+    }
+    else if (id == rb_intern("heap_growth_factor")) {
+        double v = NUM2DBL(value);
+        if (!(v > 1.0)) rb_raise(rb_eArgError, "GC.config: heap_growth_factor must be greater than 1.0, got %g", v);
+        p->growth_factor = v;
+    }
+    else if (id == rb_intern("heap_growth_max_slots")) {
+        p->growth_max_slots = NUM2SIZET(value);
+    }
+    else if (id == rb_intern("heap_free_slots_min_ratio")) {
+        p->free_slots_min_ratio = config_ratio(key, value, 0.0, p->free_slots_max_ratio);
+    }
+    else if (id == rb_intern("heap_free_slots_goal_ratio")) {
+        p->free_slots_goal_ratio = config_ratio(key, value, 0.0, 1.0);
+    }
+    else if (id == rb_intern("heap_free_slots_max_ratio")) {
+        p->free_slots_max_ratio = config_ratio(key, value, p->free_slots_min_ratio, 1.0);
+    }
+    else if (id == rb_intern("malloc_limit_min")) {
+        p->malloc_limit_min = NUM2SIZET(value);
+        if (p->malloc_limit_max < p->malloc_limit_min) p->malloc_limit_max = p->malloc_limit_min;
+    }
+    else if (id == rb_intern("malloc_limit_max")) {
+        size_t v = NUM2SIZET(value);
+        if (v < p->malloc_limit_min) rb_raise(rb_eArgError, "GC.config: malloc_limit_max must be at least malloc_limit_min");
+        p->malloc_limit_max = v;
+    }
+    else if (id == rb_intern("malloc_limit_growth_factor")) {
+        double v = NUM2DBL(value);
+        if (!(v >= 1.0)) rb_raise(rb_eArgError, "GC.config: malloc_limit_growth_factor must be at least 1.0, got %g", v);
+        p->malloc_limit_growth_factor = v;
+    }
+    /* Unknown keys are ignored, as the default GC does; GC.config then reports them as nil. */
+    return ST_CONTINUE;
+}
+
+struct config_set_args {
+    mosaic_objspace_t *objspace;
+    VALUE hash;
+};
+
+static VALUE
+config_apply(VALUE argp)
+{
+    struct config_set_args *args = (struct config_set_args *)argp;
+    rb_hash_foreach(args->hash, (int (*)(VALUE, VALUE, VALUE))config_set_i, (VALUE)args->objspace);
+    return Qnil;
+}
+
+/* Applies every key or none: on a bad value the previous settings are restored and the
+ * ArgumentError (or TypeError) propagates. */
+void
+mosaic_config_set(mosaic_objspace_t *objspace, VALUE hash)
+{
+    if (!RB_TYPE_P(hash, T_HASH)) rb_raise(rb_eArgError, "expected keyword arguments");
+    struct mosaic_params saved = objspace->params;
+    struct config_set_args args = { objspace, hash };
+    int state = 0;
+    rb_protect(config_apply, (VALUE)&args, &state);
+    if (state) {
+        objspace->params = saved;
+        rb_jump_tag(state);
+    }
+}

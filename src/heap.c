@@ -1,0 +1,282 @@
+/*
+ * heap.c: size classes and pages.
+ *
+ * Owns: the size-class table, page bodies (mmap'd, MOSAIC_PAGE_SIZE-aligned), the per-class
+ * page arrays and the address-sorted array of every page used for conservative lookups.
+ *
+ * Invariants:
+ *  - sorted_pages holds every live page exactly once, ordered by body address; lomem/himem
+ *    bound all of them.
+ *  - A new page's slots are all T_NONE (the body comes zeroed from mmap) and all of them
+ *    are on its freelist; its bitmaps are all clear.
+ *  - A page is only released when it has no live object, no zombie and no walk (heap_walk_depth)
+ *    holds a snapshot of it.
+ */
+#include <sys/mman.h>
+#include <errno.h>
+#include <stdlib.h>
+
+#include "mosaic.h"
+
+/* The size-class table. Everything that depends on slot sizes follows it. Each size must be
+ * a multiple of MOSAIC_BASE_SLOT_SIZE; CRuby derives embedding capacities from it. */
+size_t mosaic_heap_sizes[MOSAIC_HEAP_COUNT + 1] = { 40, 80, 160, 320, 640, 0 };
+
+/* ============================================================ vectors */
+
+void
+mosaic_ptr_vec_push(struct mosaic_ptr_vec *vec, void *item)
+{
+    if (vec->size == vec->capa) {
+        size_t capa = vec->capa ? vec->capa * 2 : 64;
+        void **items = realloc(vec->items, capa * sizeof(void *));
+        if (!items) rb_bug("Mosaic: out of memory growing an internal vector");
+        vec->items = items;
+        vec->capa = capa;
+    }
+    vec->items[vec->size++] = item;
+}
+
+void
+mosaic_ptr_vec_free(struct mosaic_ptr_vec *vec)
+{
+    free(vec->items);
+    vec->items = NULL;
+    vec->size = vec->capa = 0;
+}
+
+/* ====================================================== size classes */
+
+void
+mosaic_heap_init(mosaic_objspace_t *objspace)
+{
+    for (int i = 0; i < MOSAIC_HEAP_COUNT; i++) {
+        struct mosaic_heap *heap = &objspace->heaps[i];
+        size_t slot_size = mosaic_heap_sizes[i];
+        heap->slot_size = slot_size;
+        heap->slots_per_page = (MOSAIC_PAGE_SIZE - MOSAIC_PAGE_HEADER_SIZE) / slot_size;
+    }
+}
+
+size_t
+mosaic_heap_index_for_size(size_t size)
+{
+    for (size_t i = 0; i < MOSAIC_HEAP_COUNT; i++) {
+        if (size <= mosaic_heap_sizes[i]) return i;
+    }
+    rb_bug("Mosaic: no size class holds %zu bytes (largest is %zu)", size,
+           mosaic_heap_sizes[MOSAIC_HEAP_COUNT - 1]);
+}
+
+size_t
+mosaic_heap_available_slots(mosaic_objspace_t *objspace)
+{
+    size_t total = 0;
+    for (int i = 0; i < MOSAIC_HEAP_COUNT; i++) total += objspace->heaps[i].total_slots;
+    return total;
+}
+
+size_t
+mosaic_heap_allocated_pages(mosaic_objspace_t *objspace)
+{
+    return objspace->sorted_count;
+}
+
+/* ===================================================== page bodies */
+
+static char *
+page_body_map(void)
+{
+    /* Map twice the size and trim, so the body is aligned to its own size. */
+    size_t len = MOSAIC_PAGE_SIZE * 2;
+    char *raw = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (raw == MAP_FAILED) return NULL;
+
+    uintptr_t aligned = ((uintptr_t)raw + MOSAIC_PAGE_SIZE - 1) & MOSAIC_PAGE_MASK;
+    size_t head = aligned - (uintptr_t)raw;
+    size_t tail = len - head - MOSAIC_PAGE_SIZE;
+    if (head) munmap(raw, head);
+    if (tail) munmap((char *)aligned + MOSAIC_PAGE_SIZE, tail);
+    return (char *)aligned;
+}
+
+static void
+page_body_unmap(char *body)
+{
+    munmap(body, MOSAIC_PAGE_SIZE);
+}
+
+/* ==================================================== sorted index */
+
+static size_t
+sorted_insert_position(mosaic_objspace_t *objspace, uintptr_t body)
+{
+    size_t lo = 0, hi = objspace->sorted_count;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if ((uintptr_t)objspace->sorted_pages[mid]->body < body) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo;
+}
+
+static bool
+sorted_add(mosaic_objspace_t *objspace, struct mosaic_page *page)
+{
+    if (objspace->sorted_count == objspace->sorted_capa) {
+        size_t capa = objspace->sorted_capa ? objspace->sorted_capa * 2 : 256;
+        struct mosaic_page **pages = realloc(objspace->sorted_pages, capa * sizeof(*pages));
+        if (!pages) return false;
+        objspace->sorted_pages = pages;
+        objspace->sorted_capa = capa;
+    }
+    size_t pos = sorted_insert_position(objspace, (uintptr_t)page->body);
+    memmove(&objspace->sorted_pages[pos + 1], &objspace->sorted_pages[pos],
+            (objspace->sorted_count - pos) * sizeof(struct mosaic_page *));
+    objspace->sorted_pages[pos] = page;
+    objspace->sorted_count++;
+
+    uintptr_t lo = (uintptr_t)page->body, hi = lo + MOSAIC_PAGE_SIZE;
+    if (objspace->lomem == 0 || lo < objspace->lomem) objspace->lomem = lo;
+    if (hi > objspace->himem) objspace->himem = hi;
+    return true;
+}
+
+static void
+sorted_remove(mosaic_objspace_t *objspace, struct mosaic_page *page)
+{
+    size_t pos = sorted_insert_position(objspace, (uintptr_t)page->body);
+    if (pos >= objspace->sorted_count || objspace->sorted_pages[pos] != page) {
+        rb_bug("Mosaic: page %p missing from the sorted page index", (void *)page->body);
+    }
+    memmove(&objspace->sorted_pages[pos], &objspace->sorted_pages[pos + 1],
+            (objspace->sorted_count - pos - 1) * sizeof(struct mosaic_page *));
+    objspace->sorted_count--;
+    if (objspace->sorted_count) {
+        objspace->lomem = (uintptr_t)objspace->sorted_pages[0]->body;
+        objspace->himem = (uintptr_t)objspace->sorted_pages[objspace->sorted_count - 1]->body + MOSAIC_PAGE_SIZE;
+    }
+    else {
+        objspace->lomem = objspace->himem = 0;
+    }
+}
+
+static struct mosaic_page *
+sorted_find(mosaic_objspace_t *objspace, uintptr_t addr)
+{
+    if (addr < objspace->lomem || addr >= objspace->himem) return NULL;
+    uintptr_t body = addr & MOSAIC_PAGE_MASK;
+    size_t pos = sorted_insert_position(objspace, body);
+    if (pos < objspace->sorted_count && (uintptr_t)objspace->sorted_pages[pos]->body == body) {
+        return objspace->sorted_pages[pos];
+    }
+    return NULL;
+}
+
+/* Is ptr the exact start of a slot of one of our pages? (Says nothing about liveness.) */
+bool
+mosaic_pointer_to_slot_p(mosaic_objspace_t *objspace, const void *ptr)
+{
+    uintptr_t p = (uintptr_t)ptr;
+    if (p % sizeof(VALUE) != 0) return false;
+    struct mosaic_page *page = sorted_find(objspace, p);
+    if (!page) return false;
+    if (p < page->start) return false;
+    uintptr_t offset = p - page->start;
+    if (offset % page->slot_size != 0) return false;
+    return offset / page->slot_size < page->total_slots;
+}
+
+/* ============================================================ pages */
+
+static void
+page_build_freelist(struct mosaic_page *page)
+{
+    struct mosaic_free_slot *head = NULL;
+    /* Build it backwards so allocation walks the page upwards (better locality). */
+    for (size_t i = page->total_slots; i-- > 0;) {
+        struct mosaic_free_slot *slot = (struct mosaic_free_slot *)(page->start + i * page->slot_size);
+        slot->flags = 0;
+        slot->next = head;
+        head = slot;
+    }
+    page->freelist = head;
+}
+
+struct mosaic_page *
+mosaic_page_new(mosaic_objspace_t *objspace, struct mosaic_heap *heap)
+{
+    if (heap->page_count == heap->page_capa) {
+        size_t capa = heap->page_capa ? heap->page_capa * 2 : 64;
+        struct mosaic_page **pages = realloc(heap->pages, capa * sizeof(*pages));
+        if (!pages) return NULL;
+        heap->pages = pages;
+        heap->page_capa = capa;
+    }
+
+    struct mosaic_page *page = calloc(1, sizeof(struct mosaic_page));
+    if (!page) return NULL;
+    char *body = page_body_map();
+    if (!body) {
+        free(page);
+        return NULL;
+    }
+    page->body = body;
+    if (!sorted_add(objspace, page)) {
+        page_body_unmap(body);
+        free(page);
+        return NULL;
+    }
+
+    *(struct mosaic_page **)body = page;
+    page->heap = heap;
+    page->slot_size = (uint32_t)heap->slot_size;
+    page->total_slots = (uint32_t)heap->slots_per_page;
+    page->start = (uintptr_t)body + MOSAIC_PAGE_HEADER_SIZE;
+    page_build_freelist(page);
+    /* A page created during lazy sweeping counts as swept: the sweeper skips it. */
+    page->before_sweep = false;
+
+    heap->pages[heap->page_count++] = page;
+    heap->total_slots += page->total_slots;
+    heap->total_allocated_pages++;
+    return page;
+}
+
+/* Returns heap->pages[index] to the OS. The caller guarantees it holds no live object and is
+ * on no freelist chain (heap->free_pages or a cache). The last page takes its place. */
+void
+mosaic_page_release(mosaic_objspace_t *objspace, struct mosaic_heap *heap, size_t index)
+{
+    struct mosaic_page *page = heap->pages[index];
+    MOSAIC_ASSERT(page->final_slots == 0);
+    MOSAIC_ASSERT(objspace->heap_walk_depth == 0);
+
+    heap->pages[index] = heap->pages[heap->page_count - 1];
+    heap->page_count--;
+    if (heap->sweep_index > heap->page_count) heap->sweep_index = heap->page_count;
+    heap->total_slots -= page->total_slots;
+    heap->total_freed_pages++;
+
+    sorted_remove(objspace, page);
+    page_body_unmap(page->body);
+    free(page);
+}
+
+void
+mosaic_heap_free_all(mosaic_objspace_t *objspace)
+{
+    for (int i = 0; i < MOSAIC_HEAP_COUNT; i++) {
+        struct mosaic_heap *heap = &objspace->heaps[i];
+        for (size_t j = 0; j < heap->page_count; j++) {
+            page_body_unmap(heap->pages[j]->body);
+            free(heap->pages[j]);
+        }
+        free(heap->pages);
+        heap->pages = NULL;
+        heap->page_count = heap->page_capa = 0;
+    }
+    free(objspace->sorted_pages);
+    objspace->sorted_pages = NULL;
+    objspace->sorted_count = objspace->sorted_capa = 0;
+}

@@ -1,0 +1,112 @@
+/*
+ * malloc.c: accounting of the memory CRuby mallocs through the GC (xmalloc and friends).
+ *
+ * Owns: rb_gc_impl_malloc/calloc/realloc/free/adjust_memory_usage's logic: the system
+ * allocator does the work; every byte is added to (or taken from) malloc_increase, and
+ * crossing malloc_limit triggers a collection (pace.c sets the limit).
+ *
+ * Invariants:
+ *  - These functions may run without the GVL, on any thread: malloc_increase is updated
+ *    atomically, and a collection is only run here by a Ruby thread holding the GVL outside a
+ *    collection; otherwise the request is left in malloc_gc_pending for the next allocation.
+ *  - When malloc fails, one full collection is tried before giving up; giving up returns NULL
+ *    and CRuby raises NoMemoryError.
+ */
+#include <stdlib.h>
+#include <errno.h>
+
+#include "mosaic.h"
+
+int ruby_thread_has_gvl_p(void);
+
+void
+mosaic_malloc_decrease(mosaic_objspace_t *objspace, size_t size)
+{
+    if (!objspace || size == 0) return;
+    for (;;) {
+        size_t cur = __atomic_load_n(&objspace->malloc_increase, __ATOMIC_RELAXED);
+        size_t next = cur > size ? cur - size : 0;
+        if (__atomic_compare_exchange_n(&objspace->malloc_increase, &cur, next, false,
+                                        __ATOMIC_RELAXED, __ATOMIC_RELAXED)) break;
+    }
+}
+
+static bool
+can_collect_here(mosaic_objspace_t *objspace)
+{
+    return !objspace->during_gc && !objspace->dont_gc && objspace->sorted_count > 0 &&
+        ruby_native_thread_p() && ruby_thread_has_gvl_p();
+}
+
+void
+mosaic_malloc_increase(mosaic_objspace_t *objspace, size_t size)
+{
+    if (!objspace || size == 0) return;
+    size_t now = __atomic_add_fetch(&objspace->malloc_increase, size, __ATOMIC_RELAXED);
+    if (now > objspace->malloc_limit && !objspace->during_gc) {
+        if (can_collect_here(objspace)) {
+            mosaic_collect(objspace, MOSAIC_REASON_MALLOC);
+        }
+        else {
+            objspace->malloc_gc_pending = true;
+        }
+    }
+}
+
+static bool
+collect_for_retry(mosaic_objspace_t *objspace)
+{
+    if (!objspace || !can_collect_here(objspace)) return false;
+    return mosaic_collect(objspace, MOSAIC_REASON_MALLOC | MOSAIC_REASON_IMMEDIATE_SWEEP);
+}
+
+void *
+rb_gc_impl_malloc(void *objspace_ptr, size_t size)
+{
+    mosaic_objspace_t *objspace = objspace_ptr;
+    void *mem = malloc(size ? size : 1);
+    if (RB_UNLIKELY(!mem) && collect_for_retry(objspace)) mem = malloc(size ? size : 1);
+    if (!mem) return NULL;
+    mosaic_malloc_increase(objspace, size);
+    return mem;
+}
+
+void *
+rb_gc_impl_calloc(void *objspace_ptr, size_t size)
+{
+    mosaic_objspace_t *objspace = objspace_ptr;
+    void *mem = calloc(1, size ? size : 1);
+    if (RB_UNLIKELY(!mem) && collect_for_retry(objspace)) mem = calloc(1, size ? size : 1);
+    if (!mem) return NULL;
+    mosaic_malloc_increase(objspace, size);
+    return mem;
+}
+
+void *
+rb_gc_impl_realloc(void *objspace_ptr, void *ptr, size_t new_size, size_t old_size)
+{
+    mosaic_objspace_t *objspace = objspace_ptr;
+    if (!ptr) return rb_gc_impl_malloc(objspace_ptr, new_size);
+
+    void *mem = realloc(ptr, new_size ? new_size : 1);
+    if (RB_UNLIKELY(!mem) && collect_for_retry(objspace)) mem = realloc(ptr, new_size ? new_size : 1);
+    if (!mem) return NULL;
+    if (new_size > old_size) mosaic_malloc_increase(objspace, new_size - old_size);
+    else mosaic_malloc_decrease(objspace, old_size - new_size);
+    return mem;
+}
+
+void
+rb_gc_impl_free(void *objspace_ptr, void *ptr, size_t old_size)
+{
+    if (!ptr) return;
+    free(ptr);
+    mosaic_malloc_decrease(objspace_ptr, old_size);
+}
+
+void
+rb_gc_impl_adjust_memory_usage(void *objspace_ptr, ssize_t diff)
+{
+    if (diff > 0) mosaic_malloc_increase(objspace_ptr, (size_t)diff);
+    else if (diff < 0) mosaic_malloc_decrease(objspace_ptr, (size_t)-diff);
+}

@@ -1,0 +1,201 @@
+/*
+ * mark.c: the mark phase.
+ *
+ * Owns: the explicit mark stack, the mark entry points CRuby calls (mark, mark_and_pin,
+ * mark_maybe, mark_weak, remove_weak), root marking, and clearing dead weak references.
+ *
+ * Invariants:
+ *  - Marking runs with the world stopped and every page swept (collect.c guarantees both),
+ *    so an unmarked, non-T_NONE slot after marking is garbage.
+ *  - A slot is pushed on the mark stack exactly once per cycle: when its mark bit goes 0 -> 1.
+ *  - Only the exact start of a live (not T_NONE, not T_ZOMBIE) slot counts as a conservative
+ *    reference; such an object is marked and pinned.
+ *  - After marking, every registered weak reference to an unmarked object reads Qundef.
+ *  - The mark stack and weak list use plain malloc: marking never calls into Ruby's
+ *    allocator, so it cannot recurse into the collector.
+ */
+#include <stdlib.h>
+
+#include "mosaic.h"
+
+/* ========================================================== mark stack */
+
+static void
+mark_stack_push(struct mosaic_mark_stack *stack, VALUE obj)
+{
+    struct mosaic_mark_chunk *top = stack->top;
+    if (RB_UNLIKELY(!top || top->used == MOSAIC_MARK_CHUNK)) {
+        struct mosaic_mark_chunk *chunk = stack->spare;
+        if (chunk) {
+            stack->spare = NULL;
+        }
+        else {
+            chunk = malloc(sizeof(struct mosaic_mark_chunk));
+            if (!chunk) rb_bug("Mosaic: out of memory growing the mark stack");
+        }
+        chunk->prev = top;
+        chunk->used = 0;
+        stack->top = top = chunk;
+    }
+    top->items[top->used++] = obj;
+}
+
+static bool
+mark_stack_pop(struct mosaic_mark_stack *stack, VALUE *obj)
+{
+    struct mosaic_mark_chunk *top = stack->top;
+    while (top && top->used == 0) {
+        stack->top = top->prev;
+        if (stack->spare) free(top);
+        else stack->spare = top;
+        top = stack->top;
+    }
+    if (!top) return false;
+    *obj = top->items[--top->used];
+    return true;
+}
+
+void
+mosaic_mark_stack_free(struct mosaic_mark_stack *stack)
+{
+    VALUE dummy;
+    while (mark_stack_pop(stack, &dummy));
+    free(stack->spare);
+    stack->spare = NULL;
+}
+
+/* ======================================================= mark entries */
+
+void
+mosaic_mark(mosaic_objspace_t *objspace, VALUE obj, bool pin)
+{
+    if (RB_SPECIAL_CONST_P(obj)) return;
+
+#if MOSAIC_CHECK
+    if (!mosaic_pointer_to_slot_p(objspace, (void *)obj)) {
+        rb_bug("Mosaic: marking %p, which is not a slot of the heap", (void *)obj);
+    }
+    if (RB_BUILTIN_TYPE(obj) == T_NONE) {
+        rb_bug("Mosaic: marking %p, a free slot", (void *)obj);
+    }
+#endif
+    if (RB_UNLIKELY(!objspace->marking)) {
+        rb_bug("Mosaic: rb_gc_impl_mark(%p) called outside the mark phase", (void *)obj);
+    }
+
+    struct mosaic_page *page = mosaic_page_of(obj);
+    size_t bit = mosaic_bit_index(obj);
+    if (pin) mosaic_bit_set(page->pinned_bits, bit);
+    if (mosaic_bit_test(page->mark_bits, bit)) return;
+
+    mosaic_bit_set(page->mark_bits, bit);
+    page->heap->marked_slots++;
+    objspace->stats.marked_slots++;
+    mark_stack_push(&objspace->mark_stack, obj);
+}
+
+void
+mosaic_mark_maybe(mosaic_objspace_t *objspace, VALUE obj)
+{
+    if (!mosaic_pointer_to_slot_p(objspace, (void *)obj)) return;
+    switch (RB_BUILTIN_TYPE(obj)) {
+      case T_NONE:
+      case T_ZOMBIE:
+      case T_MOVED:
+        return;
+      default:
+        mosaic_mark(objspace, obj, true);
+    }
+}
+
+void
+mosaic_mark_weak(mosaic_objspace_t *objspace, VALUE *ptr)
+{
+    VALUE obj = *ptr;
+    if (RB_SPECIAL_CONST_P(obj)) return;
+    if (RB_UNLIKELY(RB_BUILTIN_TYPE(obj) == T_NONE)) {
+        rb_bug("Mosaic: weak reference %p points to a free slot %p", (void *)ptr, (void *)obj);
+    }
+    mosaic_ptr_vec_push(&objspace->weak_refs, ptr);
+    objspace->stats.weak_references_count++;
+}
+
+void
+mosaic_remove_weak(mosaic_objspace_t *objspace, VALUE *ptr)
+{
+    /* Only a reference registered in this mark phase can still be in the list. */
+    if (!objspace->marking) return;
+    for (size_t i = 0; i < objspace->weak_refs.size; i++) {
+        if (objspace->weak_refs.items[i] == (void *)ptr) {
+            objspace->weak_refs.items[i] = NULL;
+            break;
+        }
+    }
+}
+
+/* ========================================================== the phase */
+
+static void
+clear_mark_bits(mosaic_objspace_t *objspace)
+{
+    for (int i = 0; i < MOSAIC_HEAP_COUNT; i++) {
+        struct mosaic_heap *heap = &objspace->heaps[i];
+        heap->marked_slots = 0;
+        for (size_t j = 0; j < heap->page_count; j++) {
+            struct mosaic_page *page = heap->pages[j];
+            memset(page->mark_bits, 0, sizeof(page->mark_bits));
+            memset(page->pinned_bits, 0, sizeof(page->pinned_bits));
+        }
+    }
+    objspace->stats.marked_slots = 0;
+}
+
+static void
+mark_drain(mosaic_objspace_t *objspace)
+{
+    VALUE obj;
+    while (mark_stack_pop(&objspace->mark_stack, &obj)) {
+        rb_gc_mark_children(objspace, obj);
+    }
+}
+
+static void
+update_weak_references(mosaic_objspace_t *objspace)
+{
+    size_t retained = 0;
+    for (size_t i = 0; i < objspace->weak_refs.size; i++) {
+        VALUE *ptr = objspace->weak_refs.items[i];
+        if (!ptr) continue;
+        VALUE obj = *ptr;
+        if (RB_SPECIAL_CONST_P(obj)) continue;
+        if (!mosaic_marked_p(obj)) {
+            *ptr = Qundef;
+        }
+        else {
+            retained++;
+        }
+    }
+    objspace->stats.retained_weak_references_count = retained;
+    objspace->weak_refs.size = 0;
+}
+
+/* Marks everything reachable from the roots. World stopped, all pages swept. */
+void
+mosaic_mark_phase(mosaic_objspace_t *objspace)
+{
+    clear_mark_bits(objspace);
+    objspace->stats.weak_references_count = 0;
+    objspace->marking = true;
+
+    mosaic_finalize_mark_roots(objspace);
+    mosaic_objid_mark_roots(objspace);
+    mark_drain(objspace);
+
+    rb_gc_save_machine_context();
+    rb_gc_mark_roots(objspace, NULL);
+    mark_drain(objspace);
+
+    update_weak_references(objspace);
+    objspace->marking = false;
+    rb_ractor_finish_marking();
+}

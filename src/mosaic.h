@@ -1,0 +1,384 @@
+/*
+ * mosaic.h: Mosaic's internal types and the small inline helpers every module shares.
+ *
+ * Owns: the objspace (the collector's whole state), the page and size-class (heap)
+ * structures, the per-Ractor allocation cache, and the bit helpers for side bitmaps.
+ *
+ * Invariants kept here (see docs/DESIGN.md for the why):
+ *  - A page body is MOSAIC_PAGE_SIZE bytes, aligned to MOSAIC_PAGE_SIZE. Its first word
+ *    points to its struct mosaic_page, so page_of(obj) is a mask and a load.
+ *  - Every slot size is a multiple of MOSAIC_BASE_SLOT_SIZE; a slot's bit in a side bitmap
+ *    is (addr - body) / MOSAIC_BASE_SLOT_SIZE, for every slot size.
+ *  - GC state (mark, pin, wb-unprotected, ...) lives only in the page's side bitmaps, which
+ *    are malloc'd apart from the body: a collection never writes to an object header except
+ *    to free the object.
+ *  - A free slot has flags == 0 (T_NONE); when it is on a freelist its second word is the
+ *    next free slot.
+ */
+#ifndef MOSAIC_H
+#define MOSAIC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <time.h>
+
+#include "ruby/ruby.h"
+#include "ruby/atomic.h"
+#include "ruby/debug.h"
+#include "ruby/st.h"
+#include "gc/gc.h"
+#include "gc/gc_impl.h"
+
+#ifndef RBOOL
+# define RBOOL(v) ((v) ? Qtrue : Qfalse)
+#endif
+
+/* ------------------------------------------------------------------ checks */
+
+#ifndef MOSAIC_CHECK
+# define MOSAIC_CHECK 0
+#endif
+
+#if MOSAIC_CHECK
+# define MOSAIC_ASSERT(expr) do { \
+    if (RB_UNLIKELY(!(expr))) rb_bug("Mosaic assertion failed: %s (%s:%d)", #expr, __FILE__, __LINE__); \
+} while (0)
+#else
+# define MOSAIC_ASSERT(expr) ((void)0)
+#endif
+
+/* -------------------------------------------------------------- constants */
+
+#define MOSAIC_PAGE_SIZE        (64 * 1024)
+#define MOSAIC_PAGE_MASK        (~((uintptr_t)MOSAIC_PAGE_SIZE - 1))
+#define MOSAIC_BASE_SLOT_SIZE   40
+#define MOSAIC_HEAP_COUNT       5
+#define MOSAIC_BITMAP_BITS      (MOSAIC_PAGE_SIZE / MOSAIC_BASE_SLOT_SIZE + 1)
+#define MOSAIC_BITMAP_WORDS     ((MOSAIC_BITMAP_BITS + 63) / 64)
+/* The first slot starts one base slot into the body; the word before it holds the page pointer. */
+#define MOSAIC_PAGE_HEADER_SIZE MOSAIC_BASE_SLOT_SIZE
+
+/* Why a collection ran, and how: recorded for GC.latest_gc_info and the profiler. */
+enum mosaic_reason {
+    MOSAIC_REASON_NEWOBJ          = 1 << 0,
+    MOSAIC_REASON_MALLOC          = 1 << 1,
+    MOSAIC_REASON_METHOD          = 1 << 2,
+    MOSAIC_REASON_CAPI            = 1 << 3,
+    MOSAIC_REASON_STRESS          = 1 << 4,
+    MOSAIC_REASON_IMMEDIATE_SWEEP = 1 << 5,
+    MOSAIC_REASON_IMMEDIATE_MARK  = 1 << 6,
+    MOSAIC_REASON_FULL_MARK       = 1 << 7,
+    MOSAIC_REASON_HAVE_FINALIZE   = 1 << 8,
+    MOSAIC_REASON_MAJOR_NOFREE    = 1 << 9,
+    MOSAIC_REASON_MAJOR_FORCE     = 1 << 10,
+};
+
+/* ------------------------------------------------------------------ types */
+
+typedef uint64_t mosaic_bits_t;
+
+struct mosaic_free_slot {
+    VALUE flags;                     /* always 0: T_NONE */
+    struct mosaic_free_slot *next;
+};
+
+/* A slot whose free was deferred (T_DATA without FREE_IMMEDIATELY, or with a finalizer). */
+struct mosaic_zombie {
+    struct RBasic basic;
+    VALUE next;
+    void (*dfree)(void *);
+    void *data;
+};
+
+struct mosaic_heap;
+
+struct mosaic_page {
+    struct mosaic_heap *heap;
+    char *body;                      /* MOSAIC_PAGE_SIZE bytes, aligned */
+    uintptr_t start;                 /* first slot */
+    uint32_t slot_size;
+    uint32_t total_slots;
+    uint32_t final_slots;            /* zombies on this page */
+    bool before_sweep;               /* marked this cycle, not swept yet */
+    struct mosaic_free_slot *freelist;
+    struct mosaic_page *free_next;   /* link in heap->free_pages */
+
+    /* Side bitmaps, one bit per base slot (only the first bit of a slot is used). */
+    mosaic_bits_t mark_bits[MOSAIC_BITMAP_WORDS];
+    mosaic_bits_t pinned_bits[MOSAIC_BITMAP_WORDS];
+    mosaic_bits_t wb_unprotected_bits[MOSAIC_BITMAP_WORDS];
+};
+
+/* A size class: every page in it has the same slot size. */
+struct mosaic_heap {
+    size_t slot_size;
+    size_t slots_per_page;
+
+    struct mosaic_page **pages;      /* all pages of this class, in allocation order */
+    size_t page_count;
+    size_t page_capa;
+    size_t sweep_index;              /* pages[sweep_index..] are not swept yet */
+    struct mosaic_page *free_pages;  /* swept pages whose freelist is not handed out */
+
+    size_t total_slots;
+    size_t allocatable_slots;        /* pages may still grow by this many slots before a GC */
+    size_t freeable_pages;           /* empty pages the current sweep may return to the OS */
+    size_t marked_slots;             /* marked in the latest cycle */
+    size_t final_slots;
+
+    size_t total_allocated_objects;  /* flushed from caches */
+    size_t total_freed_objects;
+    size_t total_allocated_pages;
+    size_t total_freed_pages;
+};
+
+/* Per-Ractor allocation cache: a private freelist per size class. */
+struct mosaic_cache {
+    struct {
+        struct mosaic_free_slot *freelist;
+        size_t allocated;            /* not yet flushed into heap->total_allocated_objects */
+    } heaps[MOSAIC_HEAP_COUNT];
+};
+
+/* Explicit mark stack: chunks of VALUEs, so depth is bounded by memory, not the C stack. */
+#define MOSAIC_MARK_CHUNK 4094
+struct mosaic_mark_chunk {
+    struct mosaic_mark_chunk *prev;
+    size_t used;
+    VALUE items[MOSAIC_MARK_CHUNK];
+};
+
+struct mosaic_mark_stack {
+    struct mosaic_mark_chunk *top;
+    struct mosaic_mark_chunk *spare;
+};
+
+/* A growable array of pointers, malloc'd outside Ruby's accounting. */
+struct mosaic_ptr_vec {
+    void **items;
+    size_t size;
+    size_t capa;
+};
+
+/* Tunables, read once at boot (config.c). */
+struct mosaic_params {
+    size_t heap_init_slots[MOSAIC_HEAP_COUNT];
+    double growth_factor;
+    size_t growth_max_slots;
+    double free_slots_min_ratio;
+    double free_slots_goal_ratio;
+    double free_slots_max_ratio;
+    size_t malloc_limit_min;
+    size_t malloc_limit_max;
+    double malloc_limit_growth_factor;
+};
+
+#define MOSAIC_PROFILE_MAX 100000
+struct mosaic_profile_record {
+    unsigned int reason;
+    double gc_time;                  /* seconds */
+    double invoke_time;              /* seconds since boot */
+    size_t heap_use_size;
+    size_t heap_total_size;
+    size_t heap_total_objects;
+};
+
+struct mosaic_stats {
+    size_t count;
+    uint64_t marking_time_ns;
+    uint64_t sweeping_time_ns;
+    size_t marked_slots;
+    size_t weak_references_count;
+    size_t retained_weak_references_count;
+    unsigned int latest_reason;
+
+    bool profiler_enabled;
+    struct mosaic_profile_record *records;
+    size_t record_count;
+    size_t record_capa;
+    struct timespec boot_time;
+};
+
+typedef struct mosaic_objspace {
+    struct mosaic_heap heaps[MOSAIC_HEAP_COUNT];
+
+    /* All pages of all classes, sorted by body address, for conservative lookups. */
+    struct mosaic_page **sorted_pages;
+    size_t sorted_count;
+    size_t sorted_capa;
+    uintptr_t lomem, himem;
+
+    /* Cycle state. */
+    bool during_gc;
+    bool dont_gc;
+    bool gc_stress;
+    VALUE gc_stress_mode;
+    bool measure_time;
+    bool lazy_sweeping;              /* some heap has pages before_sweep */
+    bool marking;
+    int heap_walk_depth;             /* > 0: pages must not be freed (a walk holds a snapshot) */
+    bool malloc_gc_pending;          /* malloc limit crossed without the GVL */
+    rb_event_flag_t hook_events;
+
+    struct mosaic_mark_stack mark_stack;
+    struct mosaic_ptr_vec weak_refs;
+
+    /* Finalization. */
+    st_table *finalizer_table;       /* obj -> hidden Array of finalizer procs */
+    VALUE zombies;                   /* atomic singly linked list through mosaic_zombie.next */
+    rb_postponed_job_handle_t finalize_job;
+    rb_atomic_t finalizing;
+
+    /* Object ids. */
+    st_table *obj_to_id;
+    st_table *id_to_obj;
+    unsigned long long next_object_id;
+
+    /* Malloc accounting. */
+    size_t malloc_increase;          /* atomic */
+    size_t malloc_limit;
+
+    struct mosaic_params params;
+    struct mosaic_stats stats;
+    unsigned long live_ractor_cache_count;
+} mosaic_objspace_t;
+
+/* ------------------------------------------------------------ bit helpers */
+
+static inline struct mosaic_page *
+mosaic_page_of(VALUE obj)
+{
+    return *(struct mosaic_page **)((uintptr_t)obj & MOSAIC_PAGE_MASK);
+}
+
+static inline size_t
+mosaic_bit_index(VALUE obj)
+{
+    return ((uintptr_t)obj & ~MOSAIC_PAGE_MASK) / MOSAIC_BASE_SLOT_SIZE;
+}
+
+static inline bool
+mosaic_bit_test(const mosaic_bits_t *bits, size_t i)
+{
+    return (bits[i / 64] >> (i % 64)) & 1;
+}
+
+static inline void
+mosaic_bit_set(mosaic_bits_t *bits, size_t i)
+{
+    bits[i / 64] |= (mosaic_bits_t)1 << (i % 64);
+}
+
+static inline void
+mosaic_bit_clear(mosaic_bits_t *bits, size_t i)
+{
+    bits[i / 64] &= ~((mosaic_bits_t)1 << (i % 64));
+}
+
+static inline bool
+mosaic_marked_p(VALUE obj)
+{
+    return mosaic_bit_test(mosaic_page_of(obj)->mark_bits, mosaic_bit_index(obj));
+}
+
+static inline uint64_t
+mosaic_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* ------------------------------------------------------ module interfaces */
+
+/* heap.c: size classes, pages, page lookup */
+void mosaic_heap_init(mosaic_objspace_t *objspace);
+void mosaic_heap_free_all(mosaic_objspace_t *objspace);
+size_t mosaic_heap_index_for_size(size_t size);
+struct mosaic_page *mosaic_page_new(mosaic_objspace_t *objspace, struct mosaic_heap *heap);
+void mosaic_page_release(mosaic_objspace_t *objspace, struct mosaic_heap *heap, size_t index);
+bool mosaic_pointer_to_slot_p(mosaic_objspace_t *objspace, const void *ptr);
+size_t mosaic_heap_available_slots(mosaic_objspace_t *objspace);
+size_t mosaic_heap_allocated_pages(mosaic_objspace_t *objspace);
+extern size_t mosaic_heap_sizes[MOSAIC_HEAP_COUNT + 1];
+
+/* alloc.c: caches and the allocation paths */
+struct mosaic_cache *mosaic_cache_new(mosaic_objspace_t *objspace);
+void mosaic_cache_free(mosaic_objspace_t *objspace, struct mosaic_cache *cache);
+void mosaic_caches_clear(mosaic_objspace_t *objspace);
+size_t mosaic_heap_total_allocated(mosaic_objspace_t *objspace, int heap_index);
+VALUE mosaic_new_obj(mosaic_objspace_t *objspace, struct mosaic_cache *cache, VALUE klass, VALUE flags,
+                     VALUE v1, VALUE v2, VALUE v3, bool wb_protected, size_t alloc_size);
+
+/* mark.c: marking and weak references */
+void mosaic_mark(mosaic_objspace_t *objspace, VALUE obj, bool pin);
+void mosaic_mark_maybe(mosaic_objspace_t *objspace, VALUE obj);
+void mosaic_mark_weak(mosaic_objspace_t *objspace, VALUE *ptr);
+void mosaic_remove_weak(mosaic_objspace_t *objspace, VALUE *ptr);
+void mosaic_mark_phase(mosaic_objspace_t *objspace);
+void mosaic_mark_stack_free(struct mosaic_mark_stack *stack);
+
+/* sweep.c: sweeping and page reuse */
+void mosaic_sweep_prepare(mosaic_objspace_t *objspace);
+struct mosaic_page *mosaic_sweep_for_free_page(mosaic_objspace_t *objspace, struct mosaic_heap *heap);
+void mosaic_sweep_rest(mosaic_objspace_t *objspace);
+void mosaic_sweep_finish_now(mosaic_objspace_t *objspace);
+
+/* collect.c: the cycle, entering and leaving GC */
+bool mosaic_collect(mosaic_objspace_t *objspace, unsigned int reason);
+void mosaic_gc_rest(mosaic_objspace_t *objspace);
+void mosaic_gc_enter(mosaic_objspace_t *objspace, unsigned int *lock_lev, bool barrier);
+void mosaic_gc_exit(mosaic_objspace_t *objspace, unsigned int *lock_lev);
+
+/* pace.c: when the next GC runs, how the heap grows and shrinks */
+void mosaic_pace_init(mosaic_objspace_t *objspace);
+void mosaic_pace_after_mark(mosaic_objspace_t *objspace);
+void mosaic_pace_malloc_limit(mosaic_objspace_t *objspace);
+
+/* malloc.c: accounting of malloc'd bytes */
+void mosaic_malloc_increase(mosaic_objspace_t *objspace, size_t size);
+void mosaic_malloc_decrease(mosaic_objspace_t *objspace, size_t size);
+
+/* finalize.c: zombies, finalizers */
+void mosaic_finalize_init(mosaic_objspace_t *objspace);
+void mosaic_zombie_push(mosaic_objspace_t *objspace, VALUE obj, void (*dfree)(void *), void *data);
+void mosaic_finalize_deferred(mosaic_objspace_t *objspace);
+void mosaic_finalize_mark_roots(mosaic_objspace_t *objspace);
+
+/* objid.c: object ids */
+void mosaic_objid_init(mosaic_objspace_t *objspace);
+void mosaic_objid_free(mosaic_objspace_t *objspace, VALUE obj);
+void mosaic_objid_mark_roots(mosaic_objspace_t *objspace);
+VALUE mosaic_object_id(mosaic_objspace_t *objspace, VALUE obj);
+VALUE mosaic_object_id_to_ref(mosaic_objspace_t *objspace, VALUE id);
+VALUE mosaic_objid_for_finalizer(mosaic_objspace_t *objspace, VALUE obj);
+
+/* config.c: tunables and GC.config */
+void mosaic_params_defaults(struct mosaic_params *params);
+void mosaic_params_from_env(struct mosaic_params *params);
+VALUE mosaic_config_get(mosaic_objspace_t *objspace);
+void mosaic_config_set(mosaic_objspace_t *objspace, VALUE hash);
+
+/* stats.c: GC.stat, GC.stat_heap, GC.latest_gc_info, GC::Profiler */
+VALUE mosaic_stat(mosaic_objspace_t *objspace, VALUE hash_or_sym);
+VALUE mosaic_stat_heap(mosaic_objspace_t *objspace, VALUE heap_name, VALUE hash_or_sym);
+VALUE mosaic_latest_gc_info(mosaic_objspace_t *objspace, VALUE hash_or_key);
+void mosaic_profile_record(mosaic_objspace_t *objspace, unsigned int reason, uint64_t start_ns, uint64_t end_ns);
+void mosaic_define_profiler(void);
+size_t mosaic_live_slots(mosaic_objspace_t *objspace);
+
+/* walk.c: heap walking */
+void mosaic_each_object(mosaic_objspace_t *objspace, void (*func)(VALUE, void *), void *data);
+void mosaic_each_objects(mosaic_objspace_t *objspace, int (*callback)(void *, void *, size_t, void *), void *data);
+
+/* verify.c: the heap checker */
+size_t mosaic_verify_heap(mosaic_objspace_t *objspace, bool raise_on_error);
+void mosaic_define_verify(void);
+
+/* vec helper (heap.c) */
+void mosaic_ptr_vec_push(struct mosaic_ptr_vec *vec, void *item);
+void mosaic_ptr_vec_free(struct mosaic_ptr_vec *vec);
+
+#endif /* MOSAIC_H */

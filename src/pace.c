@@ -1,0 +1,86 @@
+/*
+ * pace.c: when the next collection runs, and how the heap grows and shrinks.
+ *
+ * Object pacing, per size class, decided once per cycle right after marking:
+ *   live  = slots marked this cycle (plus zombies waiting for their finalizer)
+ *   free  = total - live                         (what the sweep will hand out)
+ *   if free < total * free_slots_min_ratio:      grow the budget (allocatable_slots) to
+ *       max(total * (growth_factor - 1), total * goal_ratio - free), capped by growth_max_slots
+ *   if free > total * free_slots_max_ratio:      let the sweep return the surplus of empty
+ *       pages to the OS (freeable_pages), never below the class's init slots
+ * A class that runs out of free slots and of budget triggers the next collection. A class
+ * never shrinks below its init slots, so a small program never collects before it has
+ * allocated that many objects of the class (RUBY_GC_HEAP_<i>_INIT_SLOTS).
+ *
+ * Malloc pacing: malloc_increase counts bytes malloc'd since the last GC (minus bytes freed);
+ * crossing malloc_limit triggers a GC. At each GC the limit grows by
+ * malloc_limit_growth_factor if it was crossed, else decays by 2%, within [min, max].
+ */
+#include "mosaic.h"
+
+void
+mosaic_pace_init(mosaic_objspace_t *objspace)
+{
+    for (int i = 0; i < MOSAIC_HEAP_COUNT; i++) {
+        objspace->heaps[i].allocatable_slots = objspace->params.heap_init_slots[i];
+    }
+    objspace->malloc_limit = objspace->params.malloc_limit_min;
+}
+
+void
+mosaic_pace_after_mark(mosaic_objspace_t *objspace)
+{
+    const struct mosaic_params *params = &objspace->params;
+
+    for (int i = 0; i < MOSAIC_HEAP_COUNT; i++) {
+        struct mosaic_heap *heap = &objspace->heaps[i];
+        size_t total = heap->total_slots;
+        size_t live = heap->marked_slots + heap->final_slots;
+        size_t free = total > live ? total - live : 0;
+
+        heap->freeable_pages = 0;
+
+        size_t min_free = (size_t)(total * params->free_slots_min_ratio);
+        if (free < min_free || total == 0) {
+            size_t grow = (size_t)(total * (params->growth_factor - 1.0));
+            if (params->free_slots_goal_ratio > 0.0) {
+                size_t goal = (size_t)(total * params->free_slots_goal_ratio);
+                if (goal > free && goal - free > grow) grow = goal - free;
+            }
+            if (params->growth_max_slots > 0 && grow > params->growth_max_slots) {
+                grow = params->growth_max_slots;
+            }
+            if (grow < heap->slots_per_page) grow = heap->slots_per_page;
+            if (heap->allocatable_slots < grow) heap->allocatable_slots = grow;
+            continue;
+        }
+
+        size_t max_free = (size_t)(total * params->free_slots_max_ratio);
+        if (free > max_free) {
+            size_t surplus = free - max_free;
+            size_t keep_slots = params->heap_init_slots[i];
+            if (total - surplus < keep_slots) surplus = total > keep_slots ? total - keep_slots : 0;
+            heap->freeable_pages = surplus / heap->slots_per_page;
+            /* Shrinking: no budget to grow before the next collection. */
+            heap->allocatable_slots = 0;
+        }
+    }
+}
+
+/* Called at the start of each collection. */
+void
+mosaic_pace_malloc_limit(mosaic_objspace_t *objspace)
+{
+    const struct mosaic_params *params = &objspace->params;
+    size_t inc = __atomic_exchange_n(&objspace->malloc_increase, 0, __ATOMIC_RELAXED);
+
+    if (inc > objspace->malloc_limit) {
+        double next = objspace->malloc_limit * params->malloc_limit_growth_factor;
+        objspace->malloc_limit = next > params->malloc_limit_max ? params->malloc_limit_max : (size_t)next;
+    }
+    else {
+        size_t next = (size_t)(objspace->malloc_limit * 0.98);
+        objspace->malloc_limit = next < params->malloc_limit_min ? params->malloc_limit_min : next;
+    }
+    objspace->malloc_gc_pending = false;
+}

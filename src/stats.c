@@ -1,0 +1,359 @@
+/*
+ * stats.c: what the collector reports: GC.stat, GC.stat_heap, GC.latest_gc_info, GC::Profiler.
+ *
+ * Key names are the default GC's wherever the concept exists, so that tools written against
+ * it (gc_tracer, autotuner, Rails' GC timing) keep working. Derived figures are computed from
+ * the counters, never tracked twice, so these identities hold at every call:
+ *   heap_live_slots      = total_allocated_objects - total_freed_objects - heap_final_slots
+ *   heap_free_slots      = heap_available_slots - heap_live_slots - heap_final_slots
+ *   total_allocated_pages = heap_allocated_pages + total_freed_pages
+ *   count                = major_gc_count + minor_gc_count (every Mosaic GC is a full GC)
+ */
+#include <stdlib.h>
+
+#include "mosaic.h"
+
+static VALUE
+sym(const char *name)
+{
+    return ID2SYM(rb_intern(name));
+}
+
+static size_t
+total_allocated_objects(mosaic_objspace_t *objspace)
+{
+    size_t n = 0;
+    for (int i = 0; i < MOSAIC_HEAP_COUNT; i++) n += mosaic_heap_total_allocated(objspace, i);
+    return n;
+}
+
+static size_t
+total_freed_objects(mosaic_objspace_t *objspace)
+{
+    size_t n = 0;
+    for (int i = 0; i < MOSAIC_HEAP_COUNT; i++) n += objspace->heaps[i].total_freed_objects;
+    return n;
+}
+
+static size_t
+total_final_slots(mosaic_objspace_t *objspace)
+{
+    size_t n = 0;
+    for (int i = 0; i < MOSAIC_HEAP_COUNT; i++) n += objspace->heaps[i].final_slots;
+    return n;
+}
+
+size_t
+mosaic_live_slots(mosaic_objspace_t *objspace)
+{
+    return total_allocated_objects(objspace) - total_freed_objects(objspace) - total_final_slots(objspace);
+}
+
+static size_t
+sum_heaps(mosaic_objspace_t *objspace, size_t offset)
+{
+    size_t n = 0;
+    for (int i = 0; i < MOSAIC_HEAP_COUNT; i++) n += *(size_t *)((char *)&objspace->heaps[i] + offset);
+    return n;
+}
+#define SUM_HEAPS(field) sum_heaps(objspace, offsetof(struct mosaic_heap, field))
+
+/* ============================================================== GC.stat */
+
+VALUE
+mosaic_stat(mosaic_objspace_t *objspace, VALUE hash_or_sym)
+{
+    VALUE hash = Qnil, key = Qnil;
+    if (RB_TYPE_P(hash_or_sym, T_HASH)) hash = hash_or_sym;
+    else if (SYMBOL_P(hash_or_sym)) key = hash_or_sym;
+    else rb_bug("Mosaic: GC.stat given neither a Hash nor a Symbol");
+
+    size_t allocated = total_allocated_objects(objspace);
+    size_t freed = total_freed_objects(objspace);
+    size_t final = total_final_slots(objspace);
+    size_t available = mosaic_heap_available_slots(objspace);
+    size_t live = allocated - freed - final;
+    const struct mosaic_stats *st = &objspace->stats;
+
+#define SET(name, value) do { \
+    VALUE s_ = sym(name); \
+    if (key == s_) return SIZET2NUM((size_t)(value)); \
+    if (!NIL_P(hash)) rb_hash_aset(hash, s_, SIZET2NUM((size_t)(value))); \
+} while (0)
+
+    SET("count", st->count);
+    SET("time", (st->marking_time_ns + st->sweeping_time_ns) / 1000000);
+    SET("marking_time", st->marking_time_ns / 1000000);
+    SET("sweeping_time", st->sweeping_time_ns / 1000000);
+    SET("heap_allocated_pages", mosaic_heap_allocated_pages(objspace));
+    SET("heap_empty_pages", 0);
+    SET("heap_allocatable_slots", SUM_HEAPS(allocatable_slots));
+    SET("heap_available_slots", available);
+    SET("heap_live_slots", live);
+    SET("heap_free_slots", available - live - final);
+    SET("heap_final_slots", final);
+    SET("heap_marked_slots", st->marked_slots);
+    SET("heap_eden_pages", mosaic_heap_allocated_pages(objspace));
+    SET("total_allocated_pages", SUM_HEAPS(total_allocated_pages));
+    SET("total_freed_pages", SUM_HEAPS(total_freed_pages));
+    SET("total_allocated_objects", allocated);
+    SET("total_freed_objects", freed);
+    SET("malloc_increase_bytes", objspace->malloc_increase);
+    SET("malloc_increase_bytes_limit", objspace->malloc_limit);
+    SET("minor_gc_count", 0);
+    SET("major_gc_count", st->count);
+    SET("compact_count", 0);
+    SET("read_barrier_faults", 0);
+    SET("total_moved_objects", 0);
+    SET("remembered_wb_unprotected_objects", 0);
+    SET("remembered_wb_unprotected_objects_limit", 0);
+    SET("old_objects", 0);
+    SET("old_objects_limit", 0);
+    SET("oldmalloc_increase_bytes", 0);
+    SET("oldmalloc_increase_bytes_limit", 0);
+    SET("weak_references_count", st->weak_references_count);
+#undef SET
+
+    if (!NIL_P(key)) return Qundef;  /* unknown key: GC.stat raises ArgumentError */
+    return hash;
+}
+
+/* ========================================================= GC.stat_heap */
+
+static VALUE
+stat_one_heap(mosaic_objspace_t *objspace, int i, VALUE hash, VALUE key)
+{
+    struct mosaic_heap *heap = &objspace->heaps[i];
+#define SET(name, value) do { \
+    VALUE s_ = sym(name); \
+    if (key == s_) return SIZET2NUM((size_t)(value)); \
+    if (!NIL_P(hash)) rb_hash_aset(hash, s_, SIZET2NUM((size_t)(value))); \
+} while (0)
+    SET("slot_size", heap->slot_size);
+    SET("heap_eden_pages", heap->page_count);
+    SET("heap_eden_slots", heap->total_slots);
+    SET("total_allocated_pages", heap->total_allocated_pages);
+    SET("force_major_gc_count", 0);
+    SET("force_incremental_marking_finish_count", 0);
+    SET("total_allocated_objects", mosaic_heap_total_allocated(objspace, i));
+    SET("total_freed_objects", heap->total_freed_objects);
+#undef SET
+    if (!NIL_P(key)) return Qundef;
+    return hash;
+}
+
+VALUE
+mosaic_stat_heap(mosaic_objspace_t *objspace, VALUE heap_name, VALUE hash_or_sym)
+{
+    if (NIL_P(heap_name)) {
+        if (!RB_TYPE_P(hash_or_sym, T_HASH)) rb_bug("Mosaic: GC.stat_heap(nil) given a non-Hash");
+        for (int i = 0; i < MOSAIC_HEAP_COUNT; i++) {
+            VALUE hash = rb_hash_aref(hash_or_sym, INT2FIX(i));
+            if (NIL_P(hash)) {
+                hash = rb_hash_new();
+                rb_hash_aset(hash_or_sym, INT2FIX(i), hash);
+            }
+            stat_one_heap(objspace, i, hash, Qnil);
+        }
+        return hash_or_sym;
+    }
+    if (!FIXNUM_P(heap_name)) rb_bug("Mosaic: heap_name must be nil or an Integer");
+
+    int i = FIX2INT(heap_name);
+    if (i < 0 || i >= MOSAIC_HEAP_COUNT) rb_raise(rb_eArgError, "size pool index out of range");
+    if (SYMBOL_P(hash_or_sym)) return stat_one_heap(objspace, i, Qnil, hash_or_sym);
+    if (RB_TYPE_P(hash_or_sym, T_HASH)) return stat_one_heap(objspace, i, hash_or_sym, Qnil);
+    rb_bug("Mosaic: GC.stat_heap given neither a Hash nor a Symbol");
+}
+
+/* ==================================================== GC.latest_gc_info */
+
+static VALUE
+gc_info_decode(mosaic_objspace_t *objspace, VALUE hash_or_key, unsigned int flags, bool current)
+{
+    VALUE hash = Qnil, key = Qnil;
+    if (SYMBOL_P(hash_or_key)) key = hash_or_key;
+    else if (RB_TYPE_P(hash_or_key, T_HASH)) hash = hash_or_key;
+    else rb_bug("Mosaic: gc_info_decode given neither a Hash nor a Symbol");
+
+#define SET(name, value) do { \
+    VALUE s_ = sym(name); \
+    if (key == s_) return (value); \
+    if (!NIL_P(hash)) rb_hash_aset(hash, s_, (value)); \
+} while (0)
+
+    VALUE major_by = (flags & MOSAIC_REASON_MAJOR_NOFREE) ? sym("nofree")
+                   : (flags & MOSAIC_REASON_MAJOR_FORCE) ? sym("force") : Qnil;
+    SET("major_by", major_by);
+    if (current) SET("need_major_by", Qnil);
+    VALUE gc_by = (flags & MOSAIC_REASON_NEWOBJ) ? sym("newobj")
+                : (flags & MOSAIC_REASON_MALLOC) ? sym("malloc")
+                : (flags & MOSAIC_REASON_METHOD) ? sym("method")
+                : (flags & MOSAIC_REASON_CAPI) ? sym("capi")
+                : (flags & MOSAIC_REASON_STRESS) ? sym("stress") : Qnil;
+    SET("gc_by", gc_by);
+    SET("have_finalizer", RBOOL(flags & MOSAIC_REASON_HAVE_FINALIZE));
+    SET("immediate_sweep", RBOOL(flags & MOSAIC_REASON_IMMEDIATE_SWEEP));
+    if (current) {
+        SET("state", objspace->marking ? sym("marking")
+                   : objspace->lazy_sweeping ? sym("sweeping") : sym("none"));
+    }
+    SET("weak_references_count", SIZET2NUM(objspace->stats.weak_references_count));
+    SET("retained_weak_references_count", SIZET2NUM(objspace->stats.retained_weak_references_count));
+#undef SET
+
+    if (!NIL_P(key)) return Qundef;
+    return hash;
+}
+
+VALUE
+mosaic_latest_gc_info(mosaic_objspace_t *objspace, VALUE hash_or_key)
+{
+    return gc_info_decode(objspace, hash_or_key, objspace->stats.latest_reason, true);
+}
+
+/* ========================================================= GC::Profiler */
+
+void
+mosaic_profile_record(mosaic_objspace_t *objspace, unsigned int reason, uint64_t start_ns, uint64_t end_ns)
+{
+    struct mosaic_stats *st = &objspace->stats;
+    if (st->record_count == st->record_capa) {
+        if (st->record_capa >= MOSAIC_PROFILE_MAX) return;
+        size_t capa = st->record_capa ? st->record_capa * 2 : 64;
+        struct mosaic_profile_record *records = realloc(st->records, capa * sizeof(*records));
+        if (!records) return;
+        st->records = records;
+        st->record_capa = capa;
+    }
+    struct mosaic_profile_record *r = &st->records[st->record_count++];
+    struct timespec boot = st->boot_time;
+    uint64_t boot_ns = (uint64_t)boot.tv_sec * 1000000000ull + (uint64_t)boot.tv_nsec;
+
+    size_t live = 0, total = 0;
+    for (int i = 0; i < MOSAIC_HEAP_COUNT; i++) {
+        live += objspace->heaps[i].marked_slots * objspace->heaps[i].slot_size;
+        total += objspace->heaps[i].total_slots * objspace->heaps[i].slot_size;
+    }
+    r->reason = reason;
+    r->gc_time = (end_ns - start_ns) / 1e9;
+    r->invoke_time = (start_ns - boot_ns) / 1e9;
+    r->heap_use_size = live;
+    r->heap_total_size = total;
+    r->heap_total_objects = mosaic_heap_available_slots(objspace);
+}
+
+static mosaic_objspace_t *
+profiler_objspace(void)
+{
+    return rb_gc_get_objspace();
+}
+
+static VALUE
+profiler_enabled_p(VALUE self)
+{
+    return RBOOL(profiler_objspace()->stats.profiler_enabled);
+}
+
+static VALUE
+profiler_enable(VALUE self)
+{
+    mosaic_objspace_t *objspace = profiler_objspace();
+    mosaic_gc_rest(objspace);
+    objspace->stats.profiler_enabled = true;
+    return Qnil;
+}
+
+static VALUE
+profiler_disable(VALUE self)
+{
+    mosaic_objspace_t *objspace = profiler_objspace();
+    mosaic_gc_rest(objspace);
+    objspace->stats.profiler_enabled = false;
+    return Qnil;
+}
+
+static VALUE
+profiler_clear(VALUE self)
+{
+    mosaic_objspace_t *objspace = profiler_objspace();
+    free(objspace->stats.records);
+    objspace->stats.records = NULL;
+    objspace->stats.record_count = objspace->stats.record_capa = 0;
+    return Qnil;
+}
+
+static VALUE
+profiler_raw_data(VALUE self)
+{
+    mosaic_objspace_t *objspace = profiler_objspace();
+    if (!objspace->stats.profiler_enabled) return Qnil;
+
+    VALUE list = rb_ary_new();
+    for (size_t i = 0; i < objspace->stats.record_count; i++) {
+        const struct mosaic_profile_record *r = &objspace->stats.records[i];
+        VALUE prof = rb_hash_new();
+        rb_hash_aset(prof, sym("GC_FLAGS"), gc_info_decode(objspace, rb_hash_new(), r->reason, false));
+        rb_hash_aset(prof, sym("GC_TIME"), DBL2NUM(r->gc_time));
+        rb_hash_aset(prof, sym("GC_INVOKE_TIME"), DBL2NUM(r->invoke_time));
+        rb_hash_aset(prof, sym("HEAP_USE_SIZE"), SIZET2NUM(r->heap_use_size));
+        rb_hash_aset(prof, sym("HEAP_TOTAL_SIZE"), SIZET2NUM(r->heap_total_size));
+        rb_hash_aset(prof, sym("HEAP_TOTAL_OBJECTS"), SIZET2NUM(r->heap_total_objects));
+        rb_hash_aset(prof, sym("MOVED_OBJECTS"), SIZET2NUM(0));
+        rb_hash_aset(prof, sym("GC_IS_MARKED"), Qtrue);
+        rb_ary_push(list, prof);
+    }
+    return list;
+}
+
+static VALUE
+profiler_result(VALUE self)
+{
+    mosaic_objspace_t *objspace = profiler_objspace();
+    VALUE out = rb_str_new(0, 0);
+    size_t count = objspace->stats.record_count;
+    if (!objspace->stats.profiler_enabled || count == 0) return out;
+
+    rb_str_catf(out, "GC %"PRIuSIZE" invokes.\n", objspace->stats.count);
+    rb_str_cat_cstr(out, "Index    Invoke Time(sec)       Use Size(byte)     Total Size(byte)         Total Object                    GC Time(ms)\n");
+    for (size_t i = 0; i < count; i++) {
+        const struct mosaic_profile_record *r = &objspace->stats.records[i];
+        rb_str_catf(out, "%5"PRIuSIZE" %19.3f %20"PRIuSIZE" %20"PRIuSIZE" %20"PRIuSIZE" %30.20f\n",
+                    i + 1, r->invoke_time, r->heap_use_size, r->heap_total_size,
+                    r->heap_total_objects, r->gc_time * 1000);
+    }
+    return out;
+}
+
+static VALUE
+profiler_report(int argc, VALUE *argv, VALUE self)
+{
+    VALUE out = rb_check_arity(argc, 0, 1) ? argv[0] : rb_stdout;
+    rb_io_write(out, profiler_result(self));
+    return Qnil;
+}
+
+static VALUE
+profiler_total_time(VALUE self)
+{
+    mosaic_objspace_t *objspace = profiler_objspace();
+    double total = 0;
+    if (objspace->stats.profiler_enabled) {
+        for (size_t i = 0; i < objspace->stats.record_count; i++) total += objspace->stats.records[i].gc_time;
+    }
+    return DBL2NUM(total);
+}
+
+void
+mosaic_define_profiler(void)
+{
+    VALUE profiler = rb_define_module_under(rb_mGC, "Profiler");
+    rb_define_singleton_method(profiler, "enabled?", profiler_enabled_p, 0);
+    rb_define_singleton_method(profiler, "enable", profiler_enable, 0);
+    rb_define_singleton_method(profiler, "disable", profiler_disable, 0);
+    rb_define_singleton_method(profiler, "clear", profiler_clear, 0);
+    rb_define_singleton_method(profiler, "raw_data", profiler_raw_data, 0);
+    rb_define_singleton_method(profiler, "result", profiler_result, 0);
+    rb_define_singleton_method(profiler, "report", profiler_report, -1);
+    rb_define_singleton_method(profiler, "total_time", profiler_total_time, 0);
+}

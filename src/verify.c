@@ -1,0 +1,163 @@
+/*
+ * verify.c: the heap checker behind GC.verify_internal_consistency (and, in the checking
+ * build, run after every collection).
+ *
+ * Checks, with the world stopped and every page swept:
+ *  - every page is in the sorted index and its page pointer leads back to it;
+ *  - every slot on a page's freelist is T_NONE and belongs to that page; no slot twice;
+ *  - zombies counted per page match T_ZOMBIE slots;
+ *  - live slots (not T_NONE, not T_ZOMBIE) == total_allocated - total_freed - final slots;
+ *  - every reference held by a live object points to the start of a live slot.
+ * Returns the number of problems; each is printed to stderr. With raise_on_error it calls
+ * rb_bug on the first inconsistent heap, so a core file shows the state.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "mosaic.h"
+
+struct verify_ctx {
+    mosaic_objspace_t *objspace;
+    VALUE parent;
+    size_t errors;
+};
+
+static void
+report(struct verify_ctx *ctx, const char *fmt, ...)
+{
+    va_list ap;
+    if (ctx->errors < 20) {
+        fprintf(stderr, "[mosaic verify] ");
+        va_start(ap, fmt);
+        vfprintf(stderr, fmt, ap);
+        va_end(ap);
+        fputc('\n', stderr);
+    }
+    ctx->errors++;
+}
+
+static void
+check_reference(VALUE child, void *data)
+{
+    struct verify_ctx *ctx = data;
+    if (RB_SPECIAL_CONST_P(child)) return;
+    if (!mosaic_pointer_to_slot_p(ctx->objspace, (void *)child)) {
+        report(ctx, "%p (type 0x%x) refers to %p, which is not a heap slot",
+               (void *)ctx->parent, (unsigned)RB_BUILTIN_TYPE(ctx->parent), (void *)child);
+        return;
+    }
+    switch (RB_BUILTIN_TYPE(child)) {
+      case T_NONE:
+      case T_ZOMBIE:
+      case T_MOVED:
+        report(ctx, "%p (type 0x%x) refers to %p, a dead slot (type 0x%x)",
+               (void *)ctx->parent, (unsigned)RB_BUILTIN_TYPE(ctx->parent), (void *)child,
+               (unsigned)RB_BUILTIN_TYPE(child));
+        break;
+      default:
+        break;
+    }
+}
+
+static void
+verify_page(struct verify_ctx *ctx, struct mosaic_page *page, size_t *live, size_t *zombies)
+{
+    if (mosaic_page_of((VALUE)page->start) != page) {
+        report(ctx, "page %p: body header does not point back to the page", (void *)page->body);
+    }
+
+    size_t on_freelist = 0, free_slots = 0, page_zombies = 0;
+    for (struct mosaic_free_slot *s = page->freelist; s; s = s->next) {
+        if ((uintptr_t)s < page->start || (uintptr_t)s >= page->start + page->total_slots * page->slot_size ||
+                ((uintptr_t)s - page->start) % page->slot_size) {
+            report(ctx, "page %p: freelist entry %p is not a slot of the page", (void *)page->body, (void *)s);
+            return;
+        }
+        if (s->flags != 0) {
+            report(ctx, "page %p: freelist entry %p is not free (flags 0x%lx)", (void *)page->body, (void *)s,
+                   (unsigned long)s->flags);
+        }
+        if (++on_freelist > page->total_slots) {
+            report(ctx, "page %p: freelist has a cycle", (void *)page->body);
+            return;
+        }
+    }
+
+    for (size_t i = 0; i < page->total_slots; i++) {
+        VALUE obj = (VALUE)(page->start + i * page->slot_size);
+        if (RBASIC(obj)->flags == 0) {
+            free_slots++;
+            continue;
+        }
+        if (RB_BUILTIN_TYPE(obj) == T_ZOMBIE) {
+            page_zombies++;
+            continue;
+        }
+        (*live)++;
+        ctx->parent = obj;
+        rb_objspace_reachable_objects_from(obj, check_reference, ctx);
+    }
+    if (on_freelist > free_slots) {
+        report(ctx, "page %p: %zu slots on the freelist but only %zu free", (void *)page->body, on_freelist, free_slots);
+    }
+    if (page_zombies != page->final_slots) {
+        report(ctx, "page %p: %zu zombies but final_slots says %u", (void *)page->body, page_zombies, page->final_slots);
+    }
+    *zombies += page_zombies;
+}
+
+size_t
+mosaic_verify_heap(mosaic_objspace_t *objspace, bool raise_on_error)
+{
+    mosaic_gc_rest(objspace);
+
+    struct verify_ctx ctx = { objspace, Qnil, 0 };
+    size_t live = 0, zombies = 0, pages = 0;
+    unsigned int lev = rb_gc_vm_lock();
+    rb_gc_vm_barrier();
+    objspace->heap_walk_depth++;
+
+    for (int h = 0; h < MOSAIC_HEAP_COUNT; h++) {
+        struct mosaic_heap *heap = &objspace->heaps[h];
+        size_t slots = 0;
+        for (size_t j = 0; j < heap->page_count; j++) {
+            struct mosaic_page *page = heap->pages[j];
+            if (page->heap != heap) report(&ctx, "page %p is in heap %d but says otherwise", (void *)page->body, h);
+            if (page->before_sweep) report(&ctx, "page %p is not swept after the sweep finished", (void *)page->body);
+            slots += page->total_slots;
+            verify_page(&ctx, page, &live, &zombies);
+            pages++;
+        }
+        if (slots != heap->total_slots) {
+            report(&ctx, "heap %d: pages hold %zu slots, total_slots says %zu", h, slots, heap->total_slots);
+        }
+    }
+    if (pages != objspace->sorted_count) {
+        report(&ctx, "%zu pages in the heaps, %zu in the sorted index", pages, objspace->sorted_count);
+    }
+    size_t counted_live = mosaic_live_slots(objspace);
+    if (live != counted_live) {
+        report(&ctx, "%zu live slots found, counters say %zu", live, counted_live);
+    }
+
+    objspace->heap_walk_depth--;
+    rb_gc_vm_unlock(lev);
+
+    if (ctx.errors && raise_on_error) {
+        rb_bug("Mosaic: heap verification found %zu problems (see above)", ctx.errors);
+    }
+    return ctx.errors;
+}
+
+static VALUE
+verify_internal_consistency_m(VALUE self)
+{
+    mosaic_verify_heap(rb_gc_get_objspace(), true);
+    return Qnil;
+}
+
+void
+mosaic_define_verify(void)
+{
+    rb_define_singleton_method(rb_mGC, "verify_internal_consistency", verify_internal_consistency_m, 0);
+}
