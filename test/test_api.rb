@@ -1,0 +1,133 @@
+require_relative "helper"
+
+# GC.stat / stat_heap / latest_gc_info / config / Profiler: the default GC's key names, and
+# figures that agree with each other and with ObjectSpace.
+class TestMosaicApi < Test::Unit::TestCase
+  include MosaicTestHelper
+
+  DEFAULT_STAT_KEYS = %i[
+    count time marking_time sweeping_time heap_allocated_pages heap_empty_pages
+    heap_allocatable_slots heap_available_slots heap_live_slots heap_free_slots heap_final_slots
+    heap_marked_slots heap_eden_pages total_allocated_pages total_freed_pages
+    total_allocated_objects total_freed_objects malloc_increase_bytes malloc_increase_bytes_limit
+    minor_gc_count major_gc_count compact_count read_barrier_faults total_moved_objects
+    remembered_wb_unprotected_objects remembered_wb_unprotected_objects_limit old_objects
+    old_objects_limit weak_references_count
+  ]
+
+  def test_stat_has_default_gc_keys
+    stat = GC.stat
+    missing = DEFAULT_STAT_KEYS - stat.keys
+    assert_empty missing
+    DEFAULT_STAT_KEYS.each { |k| assert_kind_of Integer, GC.stat(k), k.to_s }
+    assert_raise(ArgumentError) { GC.stat(:no_such_key) }
+  end
+
+  def test_stat_identities
+    assert_gc_script(<<~'RUBY')
+      50_000.times { |i| i.to_s }
+      GC.start(immediate_sweep: false)
+      10_000.times { [] }
+      s = GC.stat
+      assert_equal s[:total_allocated_pages], s[:heap_allocated_pages] + s[:total_freed_pages]
+      assert_equal s[:heap_available_slots], s[:heap_live_slots] + s[:heap_free_slots] + s[:heap_final_slots]
+      assert_equal s[:heap_live_slots], s[:total_allocated_objects] - s[:total_freed_objects] - s[:heap_final_slots]
+      assert_equal s[:count], s[:major_gc_count] + s[:minor_gc_count]
+      assert_in_delta s[:time], s[:marking_time] + s[:sweeping_time], 1
+      # Read both without allocating in between (the hashes exist already).
+      heaps = GC.stat_heap
+      2.times { GC.stat(s); GC.stat_heap(nil, heaps) }
+      sum = Hash.new(0)
+      heaps.each_value { |h| h.each { |k, v| sum[k] += v } }
+      assert_equal s[:heap_eden_pages], sum[:heap_eden_pages]
+      assert_equal s[:heap_available_slots], sum[:heap_eden_slots]
+      assert_equal s[:total_allocated_objects], sum[:total_allocated_objects]
+    RUBY
+  end
+
+  def test_count_objects_agrees_with_stat
+    assert_gc_script(<<~'RUBY')
+      stat, count = {}, {}
+      2.times { GC.start; GC.stat(stat); ObjectSpace.count_objects(count); GC.stat(stat); ObjectSpace.count_objects(count) }
+      assert_equal count[:TOTAL] - count[:FREE], stat[:heap_live_slots]
+      assert_equal count[:FREE], stat[:heap_free_slots]
+    RUBY
+  end
+
+  def test_latest_gc_info
+    GC.start
+    info = GC.latest_gc_info
+    assert_equal :method, info[:gc_by]
+    assert_equal true, info[:immediate_sweep]
+    assert info.key?(:need_major_by)
+    assert_include [:none, :sweeping], info[:state]
+    assert_raise(ArgumentError) { GC.latest_gc_info(:no_such_key) }
+  end
+
+  def test_gc_by_newobj_and_malloc
+    assert_gc_script(<<~'RUBY')
+      GC.start
+      c = GC.count
+      (GC.stat(:heap_free_slots) + GC.stat(:heap_allocatable_slots) + 10).times { Object.new }
+      assert_operator GC.count, :>, c
+      GC.start
+      c = GC.count
+      20.times { "x" * 8_000_000 }
+      assert_operator GC.count, :>, c
+      assert_include [:malloc, :newobj], GC.latest_gc_info(:gc_by)
+    RUBY
+  end
+
+  def test_config
+    cfg = GC.config
+    assert_equal GC_NAME, cfg[:implementation]
+    assert_raise(ArgumentError) { GC.config(implementation: "x") }
+    assert_raise(ArgumentError) { GC.config(0) }
+    assert_nil GC.config(no_such_key: 1)[:no_such_key]
+  end
+
+  def test_config_rejects_bad_values_and_keeps_old_ones
+    omit "Mosaic-specific keys" unless mosaic?
+    assert_gc_script(<<~'RUBY')
+      before = GC.config
+      assert_raise(ArgumentError) { GC.config(heap_free_slots_min_ratio: 0.1, heap_growth_factor: 0.5) }
+      assert_equal before, GC.config
+      assert_raise(TypeError) { GC.config(malloc_limit_max: "big") }
+      assert_equal before, GC.config
+      after = GC.config(heap_growth_factor: 2.5, malloc_limit_max: 64 * 1024 * 1024)
+      assert_equal 2.5, after[:heap_growth_factor]
+      assert_equal 64 * 1024 * 1024, after[:malloc_limit_max]
+    RUBY
+  end
+
+  def test_measure_total_time
+    assert_gc_script(<<~'RUBY')
+      GC.measure_total_time = false
+      t = GC.stat(:time)
+      Random.new.bytes(50 * 1024 * 1024)
+      GC.start
+      assert_equal t, GC.stat(:time)
+      assert_equal false, GC.measure_total_time
+    RUBY
+  end
+
+  def test_profiler
+    assert_gc_script(<<~'RUBY')
+      GC::Profiler.enable
+      3.times { GC.start }
+      data = GC::Profiler.raw_data
+      assert_operator data.size, :>=, 3
+      assert_equal true, data.last[:GC_IS_MARKED]
+      assert_operator GC::Profiler.total_time, :>=, 0
+      assert_match(/GC \d+ invokes/, GC::Profiler.result)
+      GC::Profiler.clear
+      assert_equal [], GC::Profiler.raw_data
+      GC::Profiler.disable
+      assert_nil GC::Profiler.raw_data
+    RUBY
+  end
+
+  def test_verify_internal_consistency
+    assert_nil GC.verify_internal_consistency
+  end
+end

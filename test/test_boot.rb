@@ -1,0 +1,35 @@
+require_relative "helper"
+
+# The library is loaded and describes itself truthfully.
+class TestMosaicBoot < Test::Unit::TestCase
+  include MosaicTestHelper
+
+  def test_loaded_gc_is_the_requested_one
+    assert_equal GC_NAME, GC.config[:implementation]
+    out = IO.popen([{ "RUBY_GC_LIBRARY" => GC_NAME }, EnvUtil.rubybin, "-v"], &:read)
+    assert_match(/\+GC\[#{GC_NAME}\]/, out)
+  end
+
+  def test_internal_constants_match_heap
+    c = GC::INTERNAL_CONSTANTS
+    assert_equal c[:HEAP_COUNT], GC.stat_heap.size
+    GC.stat_heap.each do |i, h|
+      assert_equal (c[:BASE_SLOT_SIZE] + c[:RVALUE_OVERHEAD]) * 2**i, h[:slot_size]
+    end
+    assert_equal GC.stat_heap(c[:HEAP_COUNT] - 1, :slot_size), c[:RVARGC_MAX_ALLOCATE_SIZE]
+  end
+
+  def test_opts_do_not_claim_generational_gc
+    omit "Mosaic-specific" unless mosaic?
+    assert_include GC::OPTS, "MOSAIC"
+    assert_not_include GC::OPTS, "USE_RGENGC"
+  end
+
+  def test_compaction_is_reported_as_not_implemented
+    omit "Mosaic-specific" unless mosaic?
+    %i[compact auto_compact auto_compact= latest_compact_info verify_compaction_references].each do |m|
+      assert_equal false, GC.respond_to?(m), "GC.#{m} should be rb_f_notimplement"
+      assert_raise(NotImplementedError) { GC.public_send(m, *([true] * (m.to_s.end_with?("=") ? 1 : 0))) }
+    end
+  end
+end

@@ -1,0 +1,105 @@
+require_relative "helper"
+
+# Collection frees garbage, keeps what is reachable, and survives large and deep graphs.
+class TestMosaicCollect < Test::Unit::TestCase
+  include MosaicTestHelper
+
+  def test_garbage_is_freed_and_live_data_kept
+    assert_gc_script(<<~'RUBY')
+      keep = Array.new(10_000) { |i| "keep-#{i}" }
+      before = GC.stat(:total_freed_objects)
+      200_000.times { |i| "garbage-#{i}" }
+      GC.start
+      assert_operator GC.stat(:total_freed_objects) - before, :>=, 200_000
+      assert_equal "keep-9999", keep[9999]
+      assert_equal 10_000, keep.count { |s| s.start_with?("keep-") }
+    RUBY
+  end
+
+  def test_every_size_class_survives_collections
+    assert_gc_script(<<~'RUBY')
+      data = (0..700).step(7).map { |n| ["s" * n, Array.new(n / 8) { |i| i }, { n => n.to_s }] }
+      5.times { GC.start; 50_000.times { Object.new } }
+      (0..700).step(7).each_with_index do |n, i|
+        s, a, h = data[i]
+        assert_equal "s" * n, s
+        assert_equal (0...(n / 8)).to_a, a
+        assert_equal({ n => n.to_s }, h)
+      end
+    RUBY
+  end
+
+  def test_million_deep_linked_list
+    assert_gc_script(<<~'RUBY', timeout: 300)
+      Node = Struct.new(:next, :value)
+      head = nil
+      1_000_000.times { |i| head = Node.new(head, i) }
+      GC.start
+      n = 0
+      node = head
+      while node
+        n += 1
+        node = node.next
+      end
+      assert_equal 1_000_000, n
+      GC.verify_internal_consistency
+    RUBY
+  end
+
+  def test_large_arrays_hashes_strings
+    assert_gc_script(<<~'RUBY', timeout: 300)
+      big_array = Array.new(2_000_000) { |i| i.to_s }
+      big_hash = {}
+      300_000.times { |i| big_hash["k#{i}"] = [i] }
+      big_string = "x" * 50_000_000
+      GC.start
+      assert_equal "1999999", big_array[-1]
+      assert_equal [299_999], big_hash["k299999"]
+      assert_equal 50_000_000, big_string.bytesize
+      GC.verify_internal_consistency
+    RUBY
+  end
+
+  def test_heap_grows_then_returns_pages
+    assert_gc_script(<<~'RUBY', timeout: 300)
+      GC.start
+      base = GC.stat(:heap_allocated_pages)
+      $data = Array.new(1_500_000) { Object.new }
+      grown = GC.stat(:heap_allocated_pages)
+      assert_operator grown, :>, base + 100
+      $data = nil
+      4.times { GC.start }
+      shrunk = GC.stat(:heap_allocated_pages)
+      assert_operator shrunk, :<, grown / 2, "pages: base #{base}, grown #{grown}, after release #{shrunk}"
+      assert_operator GC.stat(:total_freed_pages), :>, 0
+    RUBY
+  end
+
+  def test_lazy_sweep_then_allocation
+    assert_gc_script(<<~'RUBY')
+      keep = []
+      20.times do |round|
+        300_000.times { |i| keep << i.to_s if i % 1000 == 0 }
+        GC.start(immediate_sweep: false)
+        assert_equal false, GC.latest_gc_info(:immediate_sweep)
+        50_000.times { [1, 2, 3] }
+      end
+      assert_equal 20 * 300, keep.size
+      assert keep.all? { |s| s.is_a?(String) && s.to_i % 1000 == 0 }
+      GC.verify_internal_consistency
+    RUBY
+  end
+
+  def test_disable_stops_collection
+    assert_gc_script(<<~'RUBY')
+      GC.start
+      GC.disable
+      c = GC.count
+      500_000.times { Object.new }
+      assert_equal c, GC.count
+      assert_equal true, GC.enable, "GC.enable returns whether GC was disabled"
+      500_000.times { Object.new }
+      assert_operator GC.count, :>, c
+    RUBY
+  end
+end

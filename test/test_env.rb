@@ -1,0 +1,46 @@
+require_relative "helper"
+
+# Tunables from the environment: bad values warn and fall back; good ones take effect.
+class TestMosaicEnv < Test::Unit::TestCase
+  include MosaicTestHelper
+
+  def run_with(env, code, args = [])
+    out, err, status = EnvUtil.invoke_ruby([{ "RUBY_GC_LIBRARY" => GC_NAME }.merge(env), *args, "-e", code], "", true, true)
+    [out, err, status]
+  end
+
+  def test_malformed_value_warns_and_falls_back
+    omit "Mosaic's messages" unless mosaic?
+    out, err, status = run_with({ "RUBY_GC_HEAP_GROWTH_FACTOR" => "fast", "RUBY_GC_MALLOC_LIMIT" => "12q" },
+                                "p GC.config[:heap_growth_factor], GC.config[:malloc_limit_min]")
+    assert_predicate status, :success?
+    assert_match(/invalid value for RUBY_GC_HEAP_GROWTH_FACTOR: fast/, err)
+    assert_match(/invalid value for RUBY_GC_MALLOC_LIMIT: 12q/, err)
+    assert_equal "1.8\n16777216\n", out
+  end
+
+  def test_out_of_range_value_warns
+    omit "Mosaic's messages" unless mosaic?
+    out, err, status = run_with({ "RUBY_GC_HEAP_FREE_SLOTS_MIN_RATIO" => "3" }, "p GC.config[:heap_free_slots_min_ratio]")
+    assert_predicate status, :success?
+    assert_match(/RUBY_GC_HEAP_FREE_SLOTS_MIN_RATIO=3.0+ is ignored/, err)
+    assert_equal "0.2\n", out
+  end
+
+  def test_valid_values_take_effect_and_echo_with_w
+    omit "Mosaic's keys" unless mosaic?
+    env = { "RUBY_GC_HEAP_GROWTH_FACTOR" => "2.0", "RUBY_GC_MALLOC_LIMIT" => "1m" }
+    out, err, status = run_with(env, "p GC.config[:heap_growth_factor], GC.config[:malloc_limit_min]", ["-w"])
+    assert_predicate status, :success?
+    assert_match(/RUBY_GC_HEAP_GROWTH_FACTOR=2.0/, err)
+    assert_match(/RUBY_GC_MALLOC_LIMIT=1048576/, err)
+    assert_equal "2.0\n1048576\n", out
+  end
+
+  def test_init_slots_delay_first_gc
+    out, _err, status = run_with({ "RUBY_GC_HEAP_0_INIT_SLOTS" => "400000" },
+                                 "c = GC.count; 200_000.times { Object.new }; p GC.count - c")
+    assert_predicate status, :success?
+    assert_equal "0\n", out
+  end
+end

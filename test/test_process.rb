@@ -1,0 +1,64 @@
+require_relative "helper"
+
+# Fork, threads, Ractors, memory exhaustion.
+class TestMosaicProcess < Test::Unit::TestCase
+  include MosaicTestHelper
+
+  def test_fork_then_gc_in_child
+    omit "no fork" unless Process.respond_to?(:fork)
+    assert_gc_script(<<~'RUBY', timeout: 300)
+      data = Array.new(200_000) { |i| "s#{i}" }
+      GC.start
+      r, w = IO.pipe
+      pid = fork do
+        r.close
+        100_000.times { |i| "child#{i}" }
+        GC.start
+        GC.verify_internal_consistency
+        w.write(data.count { |s| s.start_with?("s") }.to_s)
+        w.close
+        exit!(0)
+      end
+      w.close
+      result = r.read
+      _, status = Process.wait2(pid)
+      assert_predicate status, :success?
+      assert_equal "200000", result
+      GC.start
+      assert_equal "s199999", data.last
+    RUBY
+  end
+
+  def test_threads_allocating_at_once
+    assert_gc_script(<<~'RUBY', timeout: 300)
+      results = 4.times.map do |t|
+        Thread.new { Array.new(50_000) { |i| "t#{t}-#{i}" }.tap { GC.start if t.even? } }
+      end.map(&:value)
+      results.each_with_index { |a, t| assert_equal "t#{t}-49999", a.last }
+      GC.verify_internal_consistency
+    RUBY
+  end
+
+  def test_ractors_allocating_at_once
+    assert_gc_script(<<~'RUBY', timeout: 300)
+      Warning[:experimental] = false
+      rs = 3.times.map do |n|
+        Ractor.new(n) do |k|
+          a = Array.new(100_000) { |i| "r#{k}-#{i}" }
+          GC.start
+          a.size + a.count { |s| s.start_with?("r#{k}") }
+        end
+      end
+      assert_equal [200_000] * 3, rs.map(&:take)
+      GC.verify_internal_consistency
+    RUBY
+  end
+
+  def test_memory_exhaustion_raises_no_memory_error
+    assert_gc_script(<<~'RUBY')
+      e = assert_raise(NoMemoryError) { "x" * (2**45) }
+      assert_match(/failed to allocate memory/, e.message)
+      assert_equal "ok", "o" + "k"
+    RUBY
+  end
+end
