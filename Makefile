@@ -52,10 +52,12 @@ toolchain:
 
 $(BUILD)/%.o: src/%.c src/mosaic.h | toolchain-ready
 	@mkdir -p $(BUILD)
-	$(CC) $(CFLAGS_BASE) $(OPT) $(INCLUDES) -c $< -o $@
+	@echo "  CC $<"
+	@$(CC) $(CFLAGS_BASE) $(OPT) $(INCLUDES) -c $< -o $@
 
 $(LIB): $(OBJS)
-	$(CC) -shared $(OPT) -o $@ $(OBJS)
+	@echo "  LD $@"
+	@$(CC) -shared $(OPT) -o $@ $(OBJS)
 
 .PHONY: toolchain-ready
 toolchain-ready:

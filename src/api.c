@@ -168,6 +168,12 @@ rb_gc_impl_prepare_heap(void *objspace_ptr)
     mosaic_objspace_t *objspace = objspace_ptr;
     rb_gc_impl_start(objspace, true, true, true, false);
     mosaic_each_object(objspace, prepare_heap_i, NULL);
+
+    /* Process.warmup: give empty pages back before the fork that usually follows. */
+    unsigned int lev = rb_gc_vm_lock();
+    mosaic_caches_clear(objspace);
+    mosaic_heap_release_empty_pages(objspace);
+    rb_gc_vm_unlock(lev);
 }
 
 void

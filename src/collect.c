@@ -7,8 +7,9 @@
  *   3. empty every Ractor's allocation cache (their slots are T_NONE and come back at sweep).
  *   4. GC_START event; mark from the roots (mark.c); clear dead weak references; GC_END_MARK.
  *   5. pace: decide growth and shrink budgets from what survived (pace.c).
- *   6. prepare the sweep: every page before_sweep. Sweep now if immediate, else lazily as
- *      allocation needs pages; GC_END_SWEEP when the last page is swept.
+ *   6. prepare the sweep: every page before_sweep. Sweep now if immediate (asked for, stress,
+ *      or a heap walk is running), else lazily as allocation needs pages; GC_END_SWEEP when
+ *      the last page is swept.
  *   7. leave: GC_EXIT event, clear during_gc, release the lock; schedule finalizers.
  *
  * Invariants:
@@ -75,6 +76,9 @@ mosaic_collect(mosaic_objspace_t *objspace, unsigned int reason)
         /* Bit 1 of the stress mode asks for lazy sweeping (default GC's gc_stress_no_immediate_sweep). */
         if (!(mode & 2)) reason |= MOSAIC_REASON_IMMEDIATE_SWEEP;
     }
+    /* A heap walk (each_objects) must never see unswept garbage: sweep now. */
+    if (objspace->heap_walk_depth > 0) reason |= MOSAIC_REASON_IMMEDIATE_SWEEP;
+
     /* Every Mosaic cycle marks the whole heap: report it as the default GC reports a major GC. */
     reason |= MOSAIC_REASON_FULL_MARK | MOSAIC_REASON_IMMEDIATE_MARK;
     if (!(reason & (MOSAIC_REASON_MAJOR_NOFREE | MOSAIC_REASON_MAJOR_FORCE))) {

@@ -37,6 +37,7 @@ mosaic_params_defaults(struct mosaic_params *params)
     params->malloc_limit_min = 16 * 1024 * 1024;
     params->malloc_limit_max = 32 * 1024 * 1024;
     params->malloc_limit_growth_factor = 1.4;
+    params->allow_full_mark = true;
 }
 
 static bool
@@ -134,8 +135,9 @@ mosaic_config_get(mosaic_objspace_t *objspace)
 {
     const struct mosaic_params *p = &objspace->params;
     VALUE hash = rb_hash_new();
-    /* Every Mosaic collection marks the whole heap; the key is kept for tools that read it. */
-    rb_hash_aset(hash, SYM("rgengc_allow_full_mark"), Qtrue);
+    /* The default GC's key, stored and reported as set. Every Mosaic collection marks the
+     * whole heap (there are no generations yet), so it does not change what a GC does. */
+    rb_hash_aset(hash, SYM("rgengc_allow_full_mark"), RBOOL(p->allow_full_mark));
     rb_hash_aset(hash, SYM("heap_growth_factor"), DBL2NUM(p->growth_factor));
     rb_hash_aset(hash, SYM("heap_growth_max_slots"), SIZET2NUM(p->growth_max_slots));
     rb_hash_aset(hash, SYM("heap_free_slots_min_ratio"), DBL2NUM(p->free_slots_min_ratio));
@@ -167,7 +169,7 @@ config_set_i(st_data_t key_data, st_data_t value_data, st_data_t data)
 
     ID id = SYM2ID(key);
     if (id == rb_intern("rgengc_allow_full_mark")) {
-        /* Accepted and ignored: there is no other kind of collection to fall back to. */
+        p->allow_full_mark = RTEST(value);
     }
     else if (id == rb_intern("heap_growth_factor")) {
         double v = NUM2DBL(value);

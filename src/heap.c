@@ -263,6 +263,45 @@ mosaic_page_release(mosaic_objspace_t *objspace, struct mosaic_heap *heap, size_
     free(page);
 }
 
+/* Returns every page with no live object and no zombie to the OS; its slots go back into the
+ * class's growth budget, so the heap can grow back without a collection. Caller holds the VM
+ * lock, every page is swept and no cache holds a slot (mosaic_caches_clear). */
+size_t
+mosaic_heap_release_empty_pages(mosaic_objspace_t *objspace)
+{
+    size_t released = 0;
+    if (objspace->heap_walk_depth > 0 || objspace->lazy_sweeping) return 0;
+
+    for (int h = 0; h < MOSAIC_HEAP_COUNT; h++) {
+        struct mosaic_heap *heap = &objspace->heaps[h];
+        for (size_t j = 0; j < heap->page_count;) {
+            struct mosaic_page *page = heap->pages[j];
+            size_t free_slots = 0;
+            for (size_t i = 0; i < page->total_slots; i++) {
+                if (((VALUE *)(page->start + i * page->slot_size))[0] == 0) free_slots++;
+            }
+            if (free_slots == page->total_slots && page->final_slots == 0) {
+                heap->allocatable_slots += page->total_slots;
+                mosaic_page_release(objspace, heap, j);
+                released++;
+                continue;  /* the last page moved into j */
+            }
+            j++;
+        }
+        /* Rebuild the queue of pages with free slots from what is left. */
+        heap->free_pages = NULL;
+        for (size_t j = 0; j < heap->page_count; j++) {
+            struct mosaic_page *page = heap->pages[j];
+            page->free_next = NULL;
+            if (page->freelist) {
+                page->free_next = heap->free_pages;
+                heap->free_pages = page;
+            }
+        }
+    }
+    return released;
+}
+
 void
 mosaic_heap_free_all(mosaic_objspace_t *objspace)
 {

@@ -9,7 +9,7 @@
  *   if free > total * free_slots_max_ratio:      let the sweep return the surplus of empty
  *       pages to the OS (freeable_pages), never below the class's init slots
  * A class that runs out of free slots and of budget triggers the next collection. A class
- * never shrinks below its init slots, so a small program never collects before it has
+ * below its init slots always keeps the budget to reach them, and never shrinks below them, so a small program never collects before it has
  * allocated that many objects of the class (RUBY_GC_HEAP_<i>_INIT_SLOTS).
  *
  * Malloc pacing: malloc_increase counts bytes malloc'd since the last GC (minus bytes freed);
@@ -40,6 +40,10 @@ mosaic_pace_after_mark(mosaic_objspace_t *objspace)
 
         heap->freeable_pages = 0;
 
+        /* A class below its init slots may always grow up to them without collecting. */
+        size_t init = params->heap_init_slots[i];
+        size_t floor_budget = total < init ? init - total : 0;
+
         size_t min_free = (size_t)(total * params->free_slots_min_ratio);
         if (free < min_free || total == 0) {
             size_t grow = (size_t)(total * (params->growth_factor - 1.0));
@@ -51,6 +55,7 @@ mosaic_pace_after_mark(mosaic_objspace_t *objspace)
                 grow = params->growth_max_slots;
             }
             if (grow < heap->slots_per_page) grow = heap->slots_per_page;
+            if (grow < floor_budget) grow = floor_budget;
             if (heap->allocatable_slots < grow) heap->allocatable_slots = grow;
             continue;
         }
@@ -61,8 +66,11 @@ mosaic_pace_after_mark(mosaic_objspace_t *objspace)
             size_t keep_slots = params->heap_init_slots[i];
             if (total - surplus < keep_slots) surplus = total > keep_slots ? total - keep_slots : 0;
             heap->freeable_pages = surplus / heap->slots_per_page;
-            /* Shrinking: no budget to grow before the next collection. */
-            heap->allocatable_slots = 0;
+            /* Shrinking: no budget to grow before the next collection (beyond init slots). */
+            heap->allocatable_slots = floor_budget;
+        }
+        else if (heap->allocatable_slots < floor_budget) {
+            heap->allocatable_slots = floor_budget;
         }
     }
 }

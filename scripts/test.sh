@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# The README's test command. Runs, in order:
+#   1. the Ruby toolchain check (built, and each GC library loads: +GC[name]);
+#   2. Mosaic's own suite (test/*.rb) under mosaic, and under default to prove the suite;
+#   3. CRuby's bootstraptest in full, under default and mosaic;
+#   4. CRuby's GC-critical test-all files (test/gates.txt) under default and mosaic; mosaic
+#      must show no failure or error that default does not also show.
+# Prints one line per gate and a closing "N passed, N failed" line; exits non-zero on failure.
+# MOSAIC_GATES="unit btest testall" chooses gates; MOSAIC_GCS="default mosaic" the GCs.
+source "$(dirname "$0")/lib.sh"
+set +e
+GATES=${MOSAIC_GATES:-"unit btest testall"}
+GCS=${MOSAIC_GCS:-"default mosaic"}
+LOGS=${MOSAIC_LOG_DIR:-$MOSAIC_ROOT/build/test-logs}
+mkdir -p "$LOGS"
+passed=0; failed=0; failed_names=()
+pass() { passed=$((passed+1)); printf 'PASS  %s\n' "$1"; }
+fail() { failed=$((failed+1)); failed_names+=("$1"); printf 'FAIL  %s\n' "$1"; [ -n "${2:-}" ] && sed 's/^/      | /' <<<"$2"; }
+now() { date +%s; }
+
+for gc in $GCS; do
+  if msg=$(assert_gc_loads "$gc"); then pass "loads +GC[$gc]"; else fail "loads +GC[$gc]" "$msg"; fi
+done
+
+if [[ " $GATES " == *" unit "* ]]; then
+  for gc in $GCS; do
+    log=$LOGS/unit-$gc.log; t=$(now)
+    RUBY_GC_LIBRARY=$gc "$MOSAIC_RUBY" "$MOSAIC_RUBY_SRC/tool/test/runner.rb" -q "$MOSAIC_ROOT/test" >"$log" 2>&1
+    rc=$?; sum=$(testall_summary "$log")
+    if [ $rc = 0 ] && grep -q "+GC\[$gc\]" "$log"; then pass "mosaic suite under $gc: $sum ($(( $(now)-t ))s)"
+    else fail "mosaic suite under $gc: ${sum:-no summary} (log $log)" "$(tail -40 "$log")"; fi
+  done
+fi
+
+if [[ " $GATES " == *" btest "* ]]; then
+  for gc in $GCS; do
+    log=$LOGS/btest-$gc.log; t=$(now)
+    (cd "$MOSAIC_RUBY_SRC" && RUBY_GC_LIBRARY=$gc make btest) >"$log" 2>&1
+    rc=$?
+    if [ $rc = 0 ] && grep -q "Target is .*+GC\[$gc\]" "$log" && grep -q '^PASS all' "$log"; then
+      pass "bootstraptest under $gc: $(grep '^PASS all' "$log") ($(( $(now)-t ))s)"
+    else fail "bootstraptest under $gc (log $log)" "$(grep -E 'FAIL|Target|not ok|#[0-9]+ ' "$log" | head -30; tail -5 "$log")"; fi
+  done
+fi
+
+if [[ " $GATES " == *" testall "* ]]; then
+  tests=$(grep -v '^#' "$MOSAIC_ROOT/test/gates.txt" | grep . | tr '\n' ' ')
+  declare -A fails
+  for gc in $GCS; do
+    log=$LOGS/testall-$gc.log; t=$(now)
+    excl=""
+    [ -d "$MOSAIC_ROOT/test/excludes/$gc" ] && excl="--excludes-dir=$MOSAIC_ROOT/test/excludes/$gc"
+    (cd "$MOSAIC_RUBY_SRC" && RUBY_GC_LIBRARY=$gc make test-all TESTS="$tests" TESTOPTS="-j2 -q $excl") >"$log" 2>&1
+    rc=$?; sum=$(testall_summary "$log")
+    fails[$gc]=$(testall_failures "$log")
+    if ! grep -q "+GC\[$gc\]" "$log"; then fail "GC-critical test-all under $gc: did not run on +GC[$gc] (log $log)" "$(tail -20 "$log")"; continue; fi
+    if [ -z "$sum" ]; then fail "GC-critical test-all under $gc: no summary (log $log)" "$(tail -30 "$log")"; continue; fi
+    if [ "$gc" = default ]; then
+      # The reference run: its failures are the baseline, not a gate (root-only tests and the like).
+      pass "GC-critical test-all under default: $sum ($(( $(now)-t ))s)"
+      continue
+    fi
+    extra=$(comm -23 <(echo "${fails[$gc]}" | grep . | sort -u) <(echo "${fails[default]:-}" | grep . | sort -u))
+    if [ -z "$extra" ]; then pass "GC-critical test-all under $gc: $sum; no failure that default lacks ($(( $(now)-t ))s)"
+    else fail "GC-critical test-all under $gc: $sum; failures default does not show (log $log)" "$extra"; fi
+  done
+fi
+
+echo
+if [ $failed -gt 0 ]; then printf 'failed gates:\n'; printf '  %s\n' "${failed_names[@]}"; fi
+echo "$passed passed, $failed failed"
+[ $failed = 0 ]
