@@ -122,11 +122,10 @@ mosaic_collect(mosaic_objspace_t *objspace, unsigned int reason)
         rb_postponed_job_trigger(objspace->finalize_job);
     }
 
-#if MOSAIC_CHECK
-    if (!objspace->lazy_sweeping || (reason & MOSAIC_REASON_IMMEDIATE_SWEEP)) {
-        mosaic_verify_heap(objspace, false);
+    if (MOSAIC_CHECK || objspace->params.verify_after_gc) {
+        /* The checker finishes a lazy sweep first; it stops with rb_bug on a broken heap. */
+        mosaic_verify_heap(objspace, true);
     }
-#endif
     return true;
 }
 

@@ -17,6 +17,7 @@
  * | RUBY_GC_MALLOC_LIMIT                  | 16 MiB  | malloc'd bytes between GCs, initially     |
  * | RUBY_GC_MALLOC_LIMIT_MAX              | 32 MiB  | ceiling of that limit                     |
  * | RUBY_GC_MALLOC_LIMIT_GROWTH_FACTOR    | 1.4     | growth of the limit when it was crossed   |
+ * | MOSAIC_VERIFY                         | 0       | 1: verify the heap after every GC (slow)  |
  */
 #include <ctype.h>
 #include <errno.h>
@@ -124,6 +125,12 @@ mosaic_params_from_env(struct mosaic_params *params)
     if (params->malloc_limit_max == 0) params->malloc_limit_max = SIZE_MAX;
     if (params->malloc_limit_max < params->malloc_limit_min) params->malloc_limit_max = params->malloc_limit_min;
     env_double("RUBY_GC_MALLOC_LIMIT_GROWTH_FACTOR", &params->malloc_limit_growth_factor, 1.0, 0.0, false);
+
+    size_t verify = params->verify_after_gc;
+    if (env_size("MOSAIC_VERIFY", &verify, 0)) {
+        if (verify > 1) fprintf(stderr, "[mosaic] MOSAIC_VERIFY=%zu is taken as 1 (on)\n", verify);
+        params->verify_after_gc = verify != 0;
+    }
 }
 
 /* ============================================================ GC.config */
@@ -146,6 +153,7 @@ mosaic_config_get(mosaic_objspace_t *objspace)
     rb_hash_aset(hash, SYM("malloc_limit_min"), SIZET2NUM(p->malloc_limit_min));
     rb_hash_aset(hash, SYM("malloc_limit_max"), SIZET2NUM(p->malloc_limit_max));
     rb_hash_aset(hash, SYM("malloc_limit_growth_factor"), DBL2NUM(p->malloc_limit_growth_factor));
+    rb_hash_aset(hash, SYM("verify_after_gc"), RBOOL(p->verify_after_gc));
     return hash;
 }
 
@@ -201,6 +209,9 @@ config_set_i(st_data_t key_data, st_data_t value_data, st_data_t data)
         double v = NUM2DBL(value);
         if (!(v >= 1.0)) rb_raise(rb_eArgError, "GC.config: malloc_limit_growth_factor must be at least 1.0, got %g", v);
         p->malloc_limit_growth_factor = v;
+    }
+    else if (id == rb_intern("verify_after_gc")) {
+        p->verify_after_gc = RTEST(value);
     }
     /* Unknown keys are ignored, as the default GC does; GC.config then reports them as nil. */
     return ST_CONTINUE;

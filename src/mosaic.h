@@ -174,6 +174,7 @@ struct mosaic_params {
     size_t malloc_limit_max;
     double malloc_limit_growth_factor;
     bool allow_full_mark;            /* GC.config(rgengc_allow_full_mark:); stored, see config.c */
+    bool verify_after_gc;            /* MOSAIC_VERIFY=1: run the heap checker after every GC */
 };
 
 #define MOSAIC_PROFILE_MAX 100000

@@ -111,7 +111,6 @@ mosaic_stat(mosaic_objspace_t *objspace, VALUE hash_or_sym)
     SET("old_objects_limit", 0);
     SET("oldmalloc_increase_bytes", 0);
     SET("oldmalloc_increase_bytes_limit", 0);
-    SET("weak_references_count", st->weak_references_count);
 #undef SET
 
     if (!NIL_P(key)) return Qundef;  /* unknown key: GC.stat raises ArgumentError */

@@ -12,7 +12,7 @@ class TestMosaicApi < Test::Unit::TestCase
     total_allocated_objects total_freed_objects malloc_increase_bytes malloc_increase_bytes_limit
     minor_gc_count major_gc_count compact_count read_barrier_faults total_moved_objects
     remembered_wb_unprotected_objects remembered_wb_unprotected_objects_limit old_objects
-    old_objects_limit weak_references_count
+    old_objects_limit
   ]
 
   def test_stat_has_default_gc_keys

@@ -43,4 +43,16 @@ class TestMosaicEnv < Test::Unit::TestCase
     assert_predicate status, :success?
     assert_equal "0\n", out
   end
+
+  def test_mosaic_verify_checks_heap_after_every_gc
+    omit "Mosaic's own variable" unless mosaic?
+    code = "a = Array.new(50_000) { |i| [i.to_s] }; 3.times { GC.start }; 100_000.times { {} }; " \
+           "p GC.config[:verify_after_gc], a.last.first"
+    out, err, status = run_with({ "MOSAIC_VERIFY" => "1" }, code)
+    assert_predicate status, :success?, err
+    assert_equal "true\n\"49999\"\n", out
+    out, _err, status = run_with({ "MOSAIC_VERIFY" => "maybe" }, "p GC.config[:verify_after_gc]")
+    assert_predicate status, :success?
+    assert_equal "false\n", out
+  end
 end

@@ -39,4 +39,26 @@ class TestMosaicWalk < Test::Unit::TestCase
       assert_operator GC.stat(:total_freed_pages), :>, 0
     RUBY
   end
+
+  # Regression (found by CRuby's TestObjSpace#test_internal_class_of): a GC inside an
+  # each_object block swept lazily, so the walk went on to yield unswept garbage; code that
+  # kept those objects then held freed slots. Any GC during a walk must sweep at once.
+  def test_gc_inside_walk_never_yields_garbage
+    assert_gc_script(<<~'RUBY', timeout: 300)
+      seen = []
+      n = 0
+      ObjectSpace.each_object(Array) do |a|
+        n += 1
+        if n % 100 == 0
+          Array.new(2_000) { [n] }      # garbage arrays, spread over many pages
+          GC.start(immediate_sweep: false)
+        end
+        seen << a
+      end
+      assert_operator n, :>, 300
+      GC.start
+      GC.verify_internal_consistency   # rb_bug if `seen` refers to a freed slot
+      assert seen.all? { |a| a.is_a?(Array) }
+    RUBY
+  end
 end
