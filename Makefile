@@ -67,7 +67,8 @@ lib: $(LIB)
 
 install: $(LIB)
 	@mkdir -p $(GC_DIR)
-	cp $(LIB) $(GC_DIR)/librubygc.mosaic.so
+	@# Copy then rename: processes that have the old library mapped keep their inode.
+	@cp $(LIB) $(GC_DIR)/.librubygc.mosaic.so.tmp && mv -f $(GC_DIR)/.librubygc.mosaic.so.tmp $(GC_DIR)/librubygc.mosaic.so
 	@echo "installed $(GC_DIR)/librubygc.mosaic.so ($(VARIANT)$(if $(SAN), asan,))"
 
 env:

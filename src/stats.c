@@ -27,28 +27,7 @@ total_allocated_objects(mosaic_objspace_t *objspace)
     return n;
 }
 
-static size_t
-total_freed_objects(mosaic_objspace_t *objspace)
-{
-    size_t n = 0;
-    for (int i = 0; i < MOSAIC_HEAP_COUNT; i++) n += objspace->heaps[i].total_freed_objects;
-    return n;
-}
-
-static size_t
-total_final_slots(mosaic_objspace_t *objspace)
-{
-    size_t n = 0;
-    for (int i = 0; i < MOSAIC_HEAP_COUNT; i++) n += objspace->heaps[i].final_slots;
-    return n;
-}
-
-size_t
-mosaic_live_slots(mosaic_objspace_t *objspace)
-{
-    return total_allocated_objects(objspace) - total_freed_objects(objspace) - total_final_slots(objspace);
-}
-
+/* Sum of one size_t field of struct mosaic_heap over all size classes. */
 static size_t
 sum_heaps(mosaic_objspace_t *objspace, size_t offset)
 {
@@ -57,6 +36,12 @@ sum_heaps(mosaic_objspace_t *objspace, size_t offset)
     return n;
 }
 #define SUM_HEAPS(field) sum_heaps(objspace, offsetof(struct mosaic_heap, field))
+
+size_t
+mosaic_live_slots(mosaic_objspace_t *objspace)
+{
+    return total_allocated_objects(objspace) - SUM_HEAPS(total_freed_objects) - SUM_HEAPS(final_slots);
+}
 
 /* ============================================================== GC.stat */
 
@@ -69,8 +54,8 @@ mosaic_stat(mosaic_objspace_t *objspace, VALUE hash_or_sym)
     else rb_bug("Mosaic: GC.stat given neither a Hash nor a Symbol");
 
     size_t allocated = total_allocated_objects(objspace);
-    size_t freed = total_freed_objects(objspace);
-    size_t final = total_final_slots(objspace);
+    size_t freed = SUM_HEAPS(total_freed_objects);
+    size_t final = SUM_HEAPS(final_slots);
     size_t available = mosaic_heap_available_slots(objspace);
     size_t live = allocated - freed - final;
     const struct mosaic_stats *st = &objspace->stats;
