@@ -9,6 +9,11 @@
  *  - These functions may run without the GVL, on any thread: malloc_increase is updated
  *    atomically, and a collection is only run here by a Ruby thread holding the GVL outside a
  *    collection; otherwise the request is left in malloc_gc_pending for the next allocation.
+ *  - Only a fresh allocation (malloc, calloc) may start a collection. A successful realloc has
+ *    already freed the old block while its owner still points to it (e.g. an Array's buffer
+ *    until ary_resize_capa returns), so marking then would read freed memory; realloc and
+ *    adjust_memory_usage only flag malloc_gc_pending. A *failed* realloc leaves the old block
+ *    valid, so it may collect and retry.
  *  - When malloc fails, one full collection is tried before giving up; giving up returns NULL
  *    and CRuby raises NoMemoryError.
  */
@@ -39,12 +44,12 @@ can_collect_here(mosaic_objspace_t *objspace)
 }
 
 void
-mosaic_malloc_increase(mosaic_objspace_t *objspace, size_t size)
+mosaic_malloc_increase(mosaic_objspace_t *objspace, size_t size, bool may_collect)
 {
     if (!objspace || size == 0) return;
     size_t now = __atomic_add_fetch(&objspace->malloc_increase, size, __ATOMIC_RELAXED);
     if (now > objspace->malloc_limit && !objspace->during_gc) {
-        if (can_collect_here(objspace)) {
+        if (may_collect && can_collect_here(objspace)) {
             mosaic_collect(objspace, MOSAIC_REASON_MALLOC);
         }
         else {
@@ -67,7 +72,7 @@ rb_gc_impl_malloc(void *objspace_ptr, size_t size)
     void *mem = malloc(size ? size : 1);
     if (RB_UNLIKELY(!mem) && collect_for_retry(objspace)) mem = malloc(size ? size : 1);
     if (!mem) return NULL;
-    mosaic_malloc_increase(objspace, size);
+    mosaic_malloc_increase(objspace, size, true);
     return mem;
 }
 
@@ -78,7 +83,7 @@ rb_gc_impl_calloc(void *objspace_ptr, size_t size)
     void *mem = calloc(1, size ? size : 1);
     if (RB_UNLIKELY(!mem) && collect_for_retry(objspace)) mem = calloc(1, size ? size : 1);
     if (!mem) return NULL;
-    mosaic_malloc_increase(objspace, size);
+    mosaic_malloc_increase(objspace, size, true);
     return mem;
 }
 
@@ -91,7 +96,7 @@ rb_gc_impl_realloc(void *objspace_ptr, void *ptr, size_t new_size, size_t old_si
     void *mem = realloc(ptr, new_size ? new_size : 1);
     if (RB_UNLIKELY(!mem) && collect_for_retry(objspace)) mem = realloc(ptr, new_size ? new_size : 1);
     if (!mem) return NULL;
-    if (new_size > old_size) mosaic_malloc_increase(objspace, new_size - old_size);
+    if (new_size > old_size) mosaic_malloc_increase(objspace, new_size - old_size, false);
     else mosaic_malloc_decrease(objspace, old_size - new_size);
     return mem;
 }
@@ -107,6 +112,6 @@ rb_gc_impl_free(void *objspace_ptr, void *ptr, size_t old_size)
 void
 rb_gc_impl_adjust_memory_usage(void *objspace_ptr, ssize_t diff)
 {
-    if (diff > 0) mosaic_malloc_increase(objspace_ptr, (size_t)diff);
+    if (diff > 0) mosaic_malloc_increase(objspace_ptr, (size_t)diff, false);
     else if (diff < 0) mosaic_malloc_decrease(objspace_ptr, (size_t)-diff);
 }

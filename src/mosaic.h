@@ -341,7 +341,7 @@ void mosaic_pace_after_mark(mosaic_objspace_t *objspace);
 void mosaic_pace_malloc_limit(mosaic_objspace_t *objspace);
 
 /* malloc.c: accounting of malloc'd bytes */
-void mosaic_malloc_increase(mosaic_objspace_t *objspace, size_t size);
+void mosaic_malloc_increase(mosaic_objspace_t *objspace, size_t size, bool may_collect);
 void mosaic_malloc_decrease(mosaic_objspace_t *objspace, size_t size);
 
 /* finalize.c: zombies, finalizers */
