@@ -8,7 +8,7 @@ class TestMosaicMalloc < Test::Unit::TestCase
   # started from inside xrealloc marked an Array whose old buffer realloc had just freed.
   def test_growth_through_realloc_under_a_tiny_malloc_limit
     env = { "RUBY_GC_MALLOC_LIMIT" => "200000", "RUBY_GC_MALLOC_LIMIT_MAX" => "200000" }
-    assert_gc_script(<<~'RUBY', env: env, timeout: 300)
+    assert_gc_script(<<~'RUBY', env: env, args: ["-W0"], timeout: 300)
       a = []
       h = {}
       s = +""
