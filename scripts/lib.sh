@@ -18,5 +18,5 @@ testall_summary() {
 
 # Names of failing/erroring tests in a test-all log, one "Class#method" per line, sorted.
 testall_failures() {
-  grep -E '^ +[0-9]+\) (Failure|Error):' -A1 "$1" | grep -oE '^[A-Za-z0-9_:]+#[^ ]+' | sed 's/ .*//' | sort -u || true
+  grep -E '^ +[0-9]+\) (Failure|Error):' -A1 "$1" | grep -oE '^[A-Za-z0-9_:]+#[^ ]+' | sed 's/:$//' | sort -u || true
 }

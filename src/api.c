@@ -31,6 +31,7 @@ rb_gc_impl_objspace_init(void *objspace_ptr)
     clock_gettime(CLOCK_MONOTONIC, &objspace->stats.boot_time);
 
     mosaic_params_defaults(&objspace->params);
+    objspace->generational = objspace->params.generational;
     mosaic_heap_init(objspace);
     mosaic_pace_init(objspace);
     mosaic_objid_init(objspace);
@@ -68,6 +69,7 @@ rb_gc_impl_set_params(void *objspace_ptr)
 {
     mosaic_objspace_t *objspace = objspace_ptr;
     mosaic_params_from_env(&objspace->params);
+    objspace->generational = objspace->params.generational;
     mosaic_pace_init(objspace);
 }
 
@@ -86,12 +88,14 @@ rb_gc_impl_init(void)
     rb_hash_aset(constants, ID2SYM(rb_intern("SIZE_POOL_COUNT")), LONG2FIX(MOSAIC_HEAP_COUNT));
     rb_hash_aset(constants, ID2SYM(rb_intern("RVARGC_MAX_ALLOCATE_SIZE")),
                  SIZET2NUM(mosaic_heap_sizes[MOSAIC_HEAP_COUNT - 1]));
-    rb_hash_aset(constants, ID2SYM(rb_intern("RVALUE_OLD_AGE")), LONG2FIX(0));
+    rb_hash_aset(constants, ID2SYM(rb_intern("RVALUE_OLD_AGE")), LONG2FIX(MOSAIC_OLD_AGE));
     OBJ_FREEZE(constants);
     rb_define_const(rb_mGC, "INTERNAL_CONSTANTS", constants);
 
     VALUE opts = rb_ary_new();
     rb_ary_push(opts, rb_interned_str_cstr("MOSAIC"));
+    /* Generational (minor GCs, write barriers); MOSAIC_GENERATIONAL=0 turns it off at run time. */
+    rb_ary_push(opts, rb_interned_str_cstr("USE_RGENGC"));
     rb_ary_push(opts, rb_interned_str_cstr("GC_ENABLE_LAZY_SWEEP"));
     if (MOSAIC_CHECK) rb_ary_push(opts, rb_interned_str_cstr("MOSAIC_CHECK"));
     OBJ_FREEZE(opts);
@@ -138,7 +142,8 @@ void
 rb_gc_impl_start(void *objspace_ptr, bool full_mark, bool immediate_mark, bool immediate_sweep, bool compact)
 {
     mosaic_objspace_t *objspace = objspace_ptr;
-    unsigned int reason = MOSAIC_REASON_METHOD | MOSAIC_REASON_MAJOR_FORCE;
+    unsigned int reason = MOSAIC_REASON_METHOD;
+    if (full_mark || compact) reason |= MOSAIC_REASON_FULL_MARK | MOSAIC_REASON_MAJOR_FORCE;
     if (immediate_sweep || compact) reason |= MOSAIC_REASON_IMMEDIATE_SWEEP;
     mosaic_collect(objspace, reason);
     mosaic_finalize_deferred(objspace);
@@ -169,9 +174,11 @@ rb_gc_impl_prepare_heap(void *objspace_ptr)
     rb_gc_impl_start(objspace, true, true, true, false);
     mosaic_each_object(objspace, prepare_heap_i, NULL);
 
-    /* Process.warmup: give empty pages back before the fork that usually follows. */
+    /* Process.warmup: what survived is long-lived: make it old, so the forked children's
+     * minor GCs neither trace it nor write to its pages; give empty pages back. */
     unsigned int lev = rb_gc_vm_lock();
     mosaic_caches_clear(objspace);
+    mosaic_promote_all(objspace);
     mosaic_heap_release_empty_pages(objspace);
     rb_gc_vm_unlock(lev);
 }
@@ -303,23 +310,22 @@ rb_gc_impl_location(void *objspace_ptr, VALUE value)
 
 /* ====================================================== write barriers */
 
-/* Mosaic does not yet have generations: no barrier has work to do. The wb-unprotected bit is
- * kept (alloc.c, copy_attributes) so the generational collector inherits it. */
 void
 rb_gc_impl_writebarrier(void *objspace_ptr, VALUE a, VALUE b)
 {
+    mosaic_writebarrier(objspace_ptr, a, b);
 }
 
 void
 rb_gc_impl_writebarrier_unprotect(void *objspace_ptr, VALUE obj)
 {
-    if (RB_SPECIAL_CONST_P(obj)) return;
-    mosaic_bit_set(mosaic_page_of(obj)->wb_unprotected_bits, mosaic_bit_index(obj));
+    mosaic_writebarrier_unprotect(objspace_ptr, obj);
 }
 
 void
 rb_gc_impl_writebarrier_remember(void *objspace_ptr, VALUE obj)
 {
+    mosaic_writebarrier_remember(objspace_ptr, obj);
 }
 
 /* ========================================================= heap walking */
@@ -420,15 +426,19 @@ size_t
 rb_gc_impl_obj_flags(void *objspace_ptr, VALUE obj, ID *flags, size_t max)
 {
     size_t n = 0;
-    static ID id_marked, id_pinned, id_wb_protected;
+    static ID id_marked, id_pinned, id_wb_protected, id_old, id_remembered;
     if (!id_marked) {
         id_marked = rb_intern("marked");
         id_pinned = rb_intern("pinned");
         id_wb_protected = rb_intern("wb_protected");
+        id_old = rb_intern("old");
+        id_remembered = rb_intern("remembered");
     }
     struct mosaic_page *page = mosaic_page_of(obj);
     size_t bit = mosaic_bit_index(obj);
     if (!mosaic_bit_test(page->wb_unprotected_bits, bit) && n < max) flags[n++] = id_wb_protected;
+    if (mosaic_bit_test(page->old_bits, bit) && n < max) flags[n++] = id_old;
+    if (mosaic_bit_test(page->remembered_bits, bit) && n < max) flags[n++] = id_remembered;
     if (mosaic_bit_test(page->mark_bits, bit) && n < max) flags[n++] = id_marked;
     if (mosaic_bit_test(page->pinned_bits, bit) && n < max) flags[n++] = id_pinned;
     return n;

@@ -5,7 +5,8 @@
  *   1. enter: take the VM lock, stop other Ractors (barrier), set during_gc, GC_ENTER event.
  *   2. finish the previous cycle's lazy sweep, so every page is swept.
  *   3. empty every Ractor's allocation cache (their slots are T_NONE and come back at sweep).
- *   4. GC_START event; mark from the roots (mark.c); clear dead weak references; GC_END_MARK.
+ *   4. choose minor or major (generation.c's model); GC_START event; mark from the roots, and
+ *      in a minor GC from the remembered set (mark.c); clear dead weak references; GC_END_MARK.
  *   5. pace: decide growth and shrink budgets from what survived (pace.c).
  *   6. prepare the sweep: every page before_sweep. Sweep now if immediate (asked for, stress,
  *      or a heap walk is running), else lazily as allocation needs pages; GC_END_SWEEP when
@@ -71,25 +72,52 @@ mosaic_collect(mosaic_objspace_t *objspace, unsigned int reason)
     /* 3. Caches give up their slots. */
     mosaic_caches_clear(objspace);
 
+    /* Minor or major. A major GC is asked for by the caller (GC.start's full_mark), by the
+     * pacer (need_major: too many old objects, or no room after a minor GC), or by GC.stress
+     * (unless its mode has bit 0, as in the default GC). rgengc_allow_full_mark: false turns
+     * all of them into minors, except GC.start. Without generations every GC is major. */
+    bool full = (reason & MOSAIC_REASON_FULL_MARK) != 0;
+    if (objspace->need_major) {
+        reason |= objspace->need_major;
+        full = true;
+    }
     if (objspace->gc_stress) {
         int mode = FIXNUM_P(objspace->gc_stress_mode) ? FIX2INT(objspace->gc_stress_mode) : 0;
-        /* Bit 1 of the stress mode asks for lazy sweeping (default GC's gc_stress_no_immediate_sweep). */
+        if (!(mode & 1)) full = true;
+        /* Bit 1 asks for lazy sweeping (the default GC's gc_stress_no_immediate_sweep). */
         if (!(mode & 2)) reason |= MOSAIC_REASON_IMMEDIATE_SWEEP;
     }
+    if (!objspace->params.allow_full_mark && !(reason & MOSAIC_REASON_METHOD)) full = false;
+    if (!objspace->generational) full = true;
+
     /* A heap walk (each_objects) must never see unswept garbage: sweep now. */
     if (objspace->heap_walk_depth > 0) reason |= MOSAIC_REASON_IMMEDIATE_SWEEP;
 
-    /* Every Mosaic cycle marks the whole heap: report it as the default GC reports a major GC. */
-    reason |= MOSAIC_REASON_FULL_MARK | MOSAIC_REASON_IMMEDIATE_MARK;
-    if (!(reason & (MOSAIC_REASON_MAJOR_NOFREE | MOSAIC_REASON_MAJOR_FORCE))) {
-        reason |= (reason & (MOSAIC_REASON_NEWOBJ | MOSAIC_REASON_MALLOC))
-            ? MOSAIC_REASON_MAJOR_NOFREE : MOSAIC_REASON_MAJOR_FORCE;
+    if (full) {
+        reason |= MOSAIC_REASON_FULL_MARK;
+        if (!(reason & MOSAIC_REASON_MAJOR_MASK)) {
+            reason |= (reason & (MOSAIC_REASON_NEWOBJ | MOSAIC_REASON_MALLOC))
+                ? MOSAIC_REASON_MAJOR_NOFREE : MOSAIC_REASON_MAJOR_FORCE;
+        }
+        objspace->need_major = 0;
     }
+    else {
+        reason &= ~(MOSAIC_REASON_FULL_MARK | MOSAIC_REASON_MAJOR_MASK);
+    }
+    reason |= MOSAIC_REASON_IMMEDIATE_MARK;
     if (objspace->finalizer_table && objspace->finalizer_table->num_entries) {
         reason |= MOSAIC_REASON_HAVE_FINALIZE;
     }
 
     objspace->stats.count++;
+    if (full) {
+        objspace->stats.major_gc_count++;
+        objspace->last_major_count = objspace->stats.count;
+    }
+    else {
+        objspace->stats.minor_gc_count++;
+    }
+    objspace->full_mark = full;
     objspace->stats.latest_reason = reason;
     mosaic_pace_malloc_limit(objspace);
 
@@ -97,7 +125,7 @@ mosaic_collect(mosaic_objspace_t *objspace, unsigned int reason)
 
     /* 4. Mark. */
     uint64_t mark_start = measure ? mosaic_now_ns() : 0;
-    mosaic_mark_phase(objspace);
+    mosaic_mark_phase(objspace, full);
     if (measure) objspace->stats.marking_time_ns += mosaic_now_ns() - mark_start;
     rb_gc_event_hook(0, RUBY_INTERNAL_EVENT_GC_END_MARK);
 

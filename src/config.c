@@ -17,6 +17,9 @@
  * | RUBY_GC_MALLOC_LIMIT                  | 16 MiB  | malloc'd bytes between GCs, initially     |
  * | RUBY_GC_MALLOC_LIMIT_MAX              | 32 MiB  | ceiling of that limit                     |
  * | RUBY_GC_MALLOC_LIMIT_GROWTH_FACTOR    | 1.4     | growth of the limit when it was crossed   |
+ * | RUBY_GC_HEAP_OLDOBJECT_LIMIT_FACTOR   | 2.0     | major GC when old objects grow by this    |
+ * | RUBY_GC_HEAP_REMEMBERED_WB_UNPROTECTED_OBJECTS_LIMIT_RATIO | 0.01 | old wb-unprotected / old |
+ * | MOSAIC_GENERATIONAL                   | 1       | 0: every GC is a major (full) GC          |
  * | MOSAIC_VERIFY                         | 0       | 1: verify the heap after every GC (slow)  |
  */
 #include <ctype.h>
@@ -39,6 +42,9 @@ mosaic_params_defaults(struct mosaic_params *params)
     params->malloc_limit_max = 32 * 1024 * 1024;
     params->malloc_limit_growth_factor = 1.4;
     params->allow_full_mark = true;
+    params->generational = true;
+    params->oldobject_limit_factor = 2.0;
+    params->wb_unprotected_limit_ratio = 0.01;
 }
 
 static bool
@@ -126,6 +132,13 @@ mosaic_params_from_env(struct mosaic_params *params)
     if (params->malloc_limit_max < params->malloc_limit_min) params->malloc_limit_max = params->malloc_limit_min;
     env_double("RUBY_GC_MALLOC_LIMIT_GROWTH_FACTOR", &params->malloc_limit_growth_factor, 1.0, 0.0, false);
 
+    env_double("RUBY_GC_HEAP_OLDOBJECT_LIMIT_FACTOR", &params->oldobject_limit_factor, 0.0, 0.0, true);
+    env_double("RUBY_GC_HEAP_REMEMBERED_WB_UNPROTECTED_OBJECTS_LIMIT_RATIO",
+               &params->wb_unprotected_limit_ratio, 0.0, 0.0, true);
+
+    size_t generational = params->generational;
+    if (env_size("MOSAIC_GENERATIONAL", &generational, 0)) params->generational = generational != 0;
+
     size_t verify = params->verify_after_gc;
     if (env_size("MOSAIC_VERIFY", &verify, 0)) {
         if (verify > 1) fprintf(stderr, "[mosaic] MOSAIC_VERIFY=%zu is taken as 1 (on)\n", verify);
@@ -142,8 +155,7 @@ mosaic_config_get(mosaic_objspace_t *objspace)
 {
     const struct mosaic_params *p = &objspace->params;
     VALUE hash = rb_hash_new();
-    /* The default GC's key, stored and reported as set. Every Mosaic collection marks the
-     * whole heap (there are no generations yet), so it does not change what a GC does. */
+    /* The default GC's key: false makes every collection a minor GC except GC.start. */
     rb_hash_aset(hash, SYM("rgengc_allow_full_mark"), RBOOL(p->allow_full_mark));
     rb_hash_aset(hash, SYM("heap_growth_factor"), DBL2NUM(p->growth_factor));
     rb_hash_aset(hash, SYM("heap_growth_max_slots"), SIZET2NUM(p->growth_max_slots));
@@ -154,6 +166,8 @@ mosaic_config_get(mosaic_objspace_t *objspace)
     rb_hash_aset(hash, SYM("malloc_limit_max"), SIZET2NUM(p->malloc_limit_max));
     rb_hash_aset(hash, SYM("malloc_limit_growth_factor"), DBL2NUM(p->malloc_limit_growth_factor));
     rb_hash_aset(hash, SYM("verify_after_gc"), RBOOL(p->verify_after_gc));
+    rb_hash_aset(hash, SYM("generational"), RBOOL(objspace->generational));
+    rb_hash_aset(hash, SYM("oldobject_limit_factor"), DBL2NUM(p->oldobject_limit_factor));
     return hash;
 }
 
@@ -177,7 +191,13 @@ config_set_i(st_data_t key_data, st_data_t value_data, st_data_t data)
 
     ID id = SYM2ID(key);
     if (id == rb_intern("rgengc_allow_full_mark")) {
+        mosaic_gc_rest(objspace);
         p->allow_full_mark = RTEST(value);
+    }
+    else if (id == rb_intern("oldobject_limit_factor")) {
+        double v = NUM2DBL(value);
+        if (!(v >= 0.0)) rb_raise(rb_eArgError, "GC.config: oldobject_limit_factor must be at least 0, got %g", v);
+        p->oldobject_limit_factor = v;
     }
     else if (id == rb_intern("heap_growth_factor")) {
         double v = NUM2DBL(value);

@@ -11,6 +11,10 @@
  *  - Only the exact start of a live (not T_NONE, not T_ZOMBIE) slot counts as a conservative
  *    reference; such an object is marked and pinned.
  *  - After marking, every registered weak reference to an unmarked object reads Qundef.
+ *  - Generations (generation.c): a newly marked object ages by one and becomes old at
+ *    MOSAIC_OLD_AGE. An old parent that has a child which is still young after this mark is
+ *    remembered, so the remembered-set invariant holds when the cycle ends. In a minor GC,
+ *    mark bits start as a copy of the old bits: old objects count as reached.
  *  - The mark stack and weak list use plain malloc: marking never calls into Ruby's
  *    allocator, so it cannot recurse into the collector.
  */
@@ -66,6 +70,24 @@ mosaic_mark_stack_free(struct mosaic_mark_stack *stack)
 
 /* ======================================================= mark entries */
 
+static inline void
+age_and_promote(mosaic_objspace_t *objspace, struct mosaic_page *page, size_t bit)
+{
+    bool a0 = mosaic_bit_test(page->age0_bits, bit);
+    bool a1 = mosaic_bit_test(page->age1_bits, bit);
+    if (a1 && a0) return;                          /* already at the old age */
+    if (a0) {
+        mosaic_bit_clear(page->age0_bits, bit);
+        mosaic_bit_set(page->age1_bits, bit);
+    }
+    else {
+        mosaic_bit_set(page->age0_bits, bit);
+    }
+    if (a1 && !a0) {                               /* 2 -> 3: promoted */
+        mosaic_bit_set(page->old_bits, bit);
+    }
+}
+
 void
 mosaic_mark(mosaic_objspace_t *objspace, VALUE obj, bool pin)
 {
@@ -86,12 +108,18 @@ mosaic_mark(mosaic_objspace_t *objspace, VALUE obj, bool pin)
     struct mosaic_page *page = mosaic_page_of(obj);
     size_t bit = mosaic_bit_index(obj);
     if (pin) mosaic_bit_set(page->pinned_bits, bit);
-    if (mosaic_bit_test(page->mark_bits, bit)) return;
+    if (!mosaic_bit_test(page->mark_bits, bit)) {
+        mosaic_bit_set(page->mark_bits, bit);
+        page->heap->marked_slots++;
+        objspace->stats.marked_slots++;
+        if (objspace->generational) age_and_promote(objspace, page, bit);
+        mark_stack_push(&objspace->mark_stack, obj);
+    }
 
-    mosaic_bit_set(page->mark_bits, bit);
-    page->heap->marked_slots++;
-    objspace->stats.marked_slots++;
-    mark_stack_push(&objspace->mark_stack, obj);
+    /* Old parent, child still young after this mark: keep the edge in the remembered set. */
+    if (objspace->mark_parent_old && !mosaic_bit_test(page->old_bits, bit)) {
+        mosaic_remember(objspace, objspace->mark_parent);
+    }
 }
 
 void
@@ -135,8 +163,10 @@ mosaic_remove_weak(mosaic_objspace_t *objspace, VALUE *ptr)
 
 /* ========================================================== the phase */
 
+/* Major GC setup: nothing is reached yet; every edge will be seen, so the remembered set is
+ * rebuilt from scratch by the relation check in mosaic_mark. */
 static void
-clear_mark_bits(mosaic_objspace_t *objspace)
+major_mark_start(mosaic_objspace_t *objspace)
 {
     for (int i = 0; i < MOSAIC_HEAP_COUNT; i++) {
         struct mosaic_heap *heap = &objspace->heaps[i];
@@ -145,9 +175,15 @@ clear_mark_bits(mosaic_objspace_t *objspace)
             struct mosaic_page *page = heap->pages[j];
             memset(page->mark_bits, 0, sizeof(page->mark_bits));
             memset(page->pinned_bits, 0, sizeof(page->pinned_bits));
+            memset(page->remembered_bits, 0, sizeof(page->remembered_bits));
         }
     }
-    objspace->stats.marked_slots = 0;
+}
+
+static void
+push_for_rescan(mosaic_objspace_t *objspace, VALUE obj)
+{
+    mark_stack_push(&objspace->mark_stack, obj);
 }
 
 static void
@@ -155,8 +191,12 @@ mark_drain(mosaic_objspace_t *objspace)
 {
     VALUE obj;
     while (mark_stack_pop(&objspace->mark_stack, &obj)) {
+        objspace->mark_parent = obj;
+        objspace->mark_parent_old = objspace->generational && mosaic_old_p(obj);
         rb_gc_mark_children(objspace, obj);
     }
+    objspace->mark_parent = Qfalse;
+    objspace->mark_parent_old = false;
 }
 
 static void
@@ -179,13 +219,25 @@ update_weak_references(mosaic_objspace_t *objspace)
     objspace->weak_refs.size = 0;
 }
 
-/* Marks everything reachable from the roots. World stopped, all pages swept. */
+/* Marks everything reachable from the roots (full), or from the roots and the remembered
+ * set with old objects taken as reached (minor). World stopped, all pages swept. */
 void
-mosaic_mark_phase(mosaic_objspace_t *objspace)
+mosaic_mark_phase(mosaic_objspace_t *objspace, bool full)
 {
-    clear_mark_bits(objspace);
+    objspace->stats.marked_slots = 0;
     objspace->stats.weak_references_count = 0;
+    objspace->stats.remembered_rescanned = 0;
+    objspace->mark_parent = Qfalse;
+    objspace->mark_parent_old = false;
     objspace->marking = true;
+
+    if (full) {
+        major_mark_start(objspace);
+    }
+    else {
+        mosaic_minor_mark_start(objspace, push_for_rescan);
+        mark_drain(objspace);
+    }
 
     mosaic_finalize_mark_roots(objspace);
     mosaic_objid_mark_roots(objspace);
@@ -197,5 +249,6 @@ mosaic_mark_phase(mosaic_objspace_t *objspace)
 
     update_weak_references(objspace);
     objspace->marking = false;
+    if (objspace->generational) mosaic_generation_count(objspace);
     rb_ractor_finish_marking();
 }

@@ -73,7 +73,14 @@ enum mosaic_reason {
     MOSAIC_REASON_HAVE_FINALIZE   = 1 << 8,
     MOSAIC_REASON_MAJOR_NOFREE    = 1 << 9,
     MOSAIC_REASON_MAJOR_FORCE     = 1 << 10,
+    MOSAIC_REASON_MAJOR_OLDGEN    = 1 << 11,
+    MOSAIC_REASON_MAJOR_SHADY     = 1 << 12,
 };
+#define MOSAIC_REASON_MAJOR_MASK (MOSAIC_REASON_MAJOR_NOFREE | MOSAIC_REASON_MAJOR_FORCE | \
+                                  MOSAIC_REASON_MAJOR_OLDGEN | MOSAIC_REASON_MAJOR_SHADY)
+
+/* A young object becomes old when a collection marks it for the MOSAIC_OLD_AGE-th time. */
+#define MOSAIC_OLD_AGE 3
 
 /* ------------------------------------------------------------------ types */
 
@@ -109,6 +116,11 @@ struct mosaic_page {
     mosaic_bits_t mark_bits[MOSAIC_BITMAP_WORDS];
     mosaic_bits_t pinned_bits[MOSAIC_BITMAP_WORDS];
     mosaic_bits_t wb_unprotected_bits[MOSAIC_BITMAP_WORDS];
+    /* Generations (generation.c): age = age1:age0, old once age reaches MOSAIC_OLD_AGE. */
+    mosaic_bits_t age0_bits[MOSAIC_BITMAP_WORDS];
+    mosaic_bits_t age1_bits[MOSAIC_BITMAP_WORDS];
+    mosaic_bits_t old_bits[MOSAIC_BITMAP_WORDS];
+    mosaic_bits_t remembered_bits[MOSAIC_BITMAP_WORDS];
 };
 
 /* A size class: every page in it has the same slot size. */
@@ -175,6 +187,9 @@ struct mosaic_params {
     double malloc_limit_growth_factor;
     bool allow_full_mark;            /* GC.config(rgengc_allow_full_mark:); stored, see config.c */
     bool verify_after_gc;            /* MOSAIC_VERIFY=1: run the heap checker after every GC */
+    bool generational;               /* MOSAIC_GENERATIONAL=0 turns minor GCs off */
+    double oldobject_limit_factor;
+    double wb_unprotected_limit_ratio;
 };
 
 #define MOSAIC_PROFILE_MAX 100000
@@ -194,6 +209,9 @@ struct mosaic_stats {
     size_t marked_slots;
     size_t weak_references_count;
     size_t retained_weak_references_count;
+    size_t remembered_rescanned;     /* objects a minor GC traced from the remembered set */
+    size_t minor_gc_count;
+    size_t major_gc_count;
     unsigned int latest_reason;
 
     bool profiler_enabled;
@@ -220,12 +238,24 @@ typedef struct mosaic_objspace {
     bool measure_time;
     bool lazy_sweeping;              /* some heap has pages before_sweep */
     bool marking;
+    bool full_mark;                  /* the running (or latest) collection is a major GC */
     int heap_walk_depth;             /* > 0: pages must not be freed (a walk holds a snapshot) */
     bool malloc_gc_pending;          /* malloc limit crossed without the GVL */
     rb_event_flag_t hook_events;
 
     struct mosaic_mark_stack mark_stack;
     struct mosaic_ptr_vec weak_refs;
+    VALUE mark_parent;               /* object whose children are being marked (or Qfalse) */
+    bool mark_parent_old;
+
+    /* Generations (generation.c, pace.c). */
+    bool generational;
+    unsigned int need_major;         /* MOSAIC_REASON_MAJOR_* for the next collection */
+    size_t old_objects;
+    size_t old_objects_limit;
+    size_t old_wb_unprotected_objects;
+    size_t old_wb_unprotected_limit;
+    size_t last_major_count;         /* stats.count at the latest major GC */
 
     /* Finalization. */
     st_table *finalizer_table;       /* obj -> hidden Array of finalizer procs */
@@ -285,6 +315,12 @@ mosaic_marked_p(VALUE obj)
     return mosaic_bit_test(mosaic_page_of(obj)->mark_bits, mosaic_bit_index(obj));
 }
 
+static inline bool
+mosaic_old_p(VALUE obj)
+{
+    return mosaic_bit_test(mosaic_page_of(obj)->old_bits, mosaic_bit_index(obj));
+}
+
 static inline uint64_t
 mosaic_now_ns(void)
 {
@@ -320,7 +356,7 @@ void mosaic_mark(mosaic_objspace_t *objspace, VALUE obj, bool pin);
 void mosaic_mark_maybe(mosaic_objspace_t *objspace, VALUE obj);
 void mosaic_mark_weak(mosaic_objspace_t *objspace, VALUE *ptr);
 void mosaic_remove_weak(mosaic_objspace_t *objspace, VALUE *ptr);
-void mosaic_mark_phase(mosaic_objspace_t *objspace);
+void mosaic_mark_phase(mosaic_objspace_t *objspace, bool full);
 void mosaic_mark_stack_free(struct mosaic_mark_stack *stack);
 
 /* sweep.c: sweeping and page reuse */
@@ -357,6 +393,15 @@ void mosaic_objid_mark_roots(mosaic_objspace_t *objspace);
 VALUE mosaic_object_id(mosaic_objspace_t *objspace, VALUE obj);
 VALUE mosaic_object_id_to_ref(mosaic_objspace_t *objspace, VALUE id);
 VALUE mosaic_objid_for_finalizer(mosaic_objspace_t *objspace, VALUE obj);
+
+/* generation.c: ages, old objects, the remembered set, write barriers */
+void mosaic_remember(mosaic_objspace_t *objspace, VALUE obj);
+void mosaic_writebarrier(mosaic_objspace_t *objspace, VALUE a, VALUE b);
+void mosaic_writebarrier_unprotect(mosaic_objspace_t *objspace, VALUE obj);
+void mosaic_writebarrier_remember(mosaic_objspace_t *objspace, VALUE obj);
+void mosaic_minor_mark_start(mosaic_objspace_t *objspace, void (*push)(mosaic_objspace_t *, VALUE));
+void mosaic_generation_count(mosaic_objspace_t *objspace);
+void mosaic_promote_all(mosaic_objspace_t *objspace);
 
 /* config.c: tunables and GC.config */
 void mosaic_params_defaults(struct mosaic_params *params);

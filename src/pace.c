@@ -12,6 +12,13 @@
  * below its init slots always keeps the budget to reach them, and never shrinks below them, so a small program never collects before it has
  * allocated that many objects of the class (RUBY_GC_HEAP_<i>_INIT_SLOTS).
  *
+ * Generations: after a major GC, old_objects_limit = old_objects * oldobject_limit_factor (2.0)
+ * and the limit for old wb-unprotected objects (traced by every minor GC) is
+ * max(their count * factor, old_objects * wb_unprotected_limit_ratio (0.01)). Any GC that
+ * leaves more old objects than a limit asks for a major GC next (major_by :oldgen / :shady). A
+ * minor GC after which a class has too little free room asks for one too (:nofree), unless a
+ * major GC ran within the last MOSAIC_OLD_AGE collections (then the class just grows).
+ *
  * Malloc pacing: malloc_increase counts bytes malloc'd since the last GC (minus bytes freed);
  * crossing malloc_limit triggers a GC. At each GC the limit grows by
  * malloc_limit_growth_factor if it was crossed, else decays by 2%, within [min, max].
@@ -27,10 +34,32 @@ mosaic_pace_init(mosaic_objspace_t *objspace)
     objspace->malloc_limit = objspace->params.malloc_limit_min;
 }
 
+static void
+pace_generations(mosaic_objspace_t *objspace)
+{
+    const struct mosaic_params *params = &objspace->params;
+    if (!objspace->generational) return;
+
+    if (objspace->full_mark) {
+        objspace->old_objects_limit = (size_t)(objspace->old_objects * params->oldobject_limit_factor);
+        size_t by_count = (size_t)(objspace->old_wb_unprotected_objects * params->oldobject_limit_factor);
+        size_t by_ratio = (size_t)(objspace->old_objects * params->wb_unprotected_limit_ratio);
+        objspace->old_wb_unprotected_limit = by_count > by_ratio ? by_count : by_ratio;
+    }
+    /* Checked after every GC, majors included: a factor below 1 makes every GC a major GC. */
+    if (objspace->old_objects > objspace->old_objects_limit) {
+        objspace->need_major |= MOSAIC_REASON_MAJOR_OLDGEN;
+    }
+    if (objspace->old_wb_unprotected_objects > objspace->old_wb_unprotected_limit) {
+        objspace->need_major |= MOSAIC_REASON_MAJOR_SHADY;
+    }
+}
+
 void
 mosaic_pace_after_mark(mosaic_objspace_t *objspace)
 {
     const struct mosaic_params *params = &objspace->params;
+    pace_generations(objspace);
 
     for (int i = 0; i < MOSAIC_HEAP_COUNT; i++) {
         struct mosaic_heap *heap = &objspace->heaps[i];
@@ -45,6 +74,11 @@ mosaic_pace_after_mark(mosaic_objspace_t *objspace)
         size_t floor_budget = total < init ? init - total : 0;
 
         size_t min_free = (size_t)(total * params->free_slots_min_ratio);
+        if (free < min_free && !objspace->full_mark && objspace->generational &&
+                objspace->stats.count - objspace->last_major_count >= MOSAIC_OLD_AGE) {
+            /* Old garbage may be what fills the class: collect it before growing much. */
+            objspace->need_major |= MOSAIC_REASON_MAJOR_NOFREE;
+        }
         if (free < min_free || total == 0) {
             size_t grow = (size_t)(total * (params->growth_factor - 1.0));
             if (params->free_slots_goal_ratio > 0.0) {

@@ -7,7 +7,7 @@
  *   heap_live_slots      = total_allocated_objects - total_freed_objects - heap_final_slots
  *   heap_free_slots      = heap_available_slots - heap_live_slots - heap_final_slots
  *   total_allocated_pages = heap_allocated_pages + total_freed_pages
- *   count                = major_gc_count + minor_gc_count (every Mosaic GC is a full GC)
+ *   count                = major_gc_count + minor_gc_count
  */
 #include <stdlib.h>
 
@@ -85,15 +85,15 @@ mosaic_stat(mosaic_objspace_t *objspace, VALUE hash_or_sym)
     SET("total_freed_objects", freed);
     SET("malloc_increase_bytes", objspace->malloc_increase);
     SET("malloc_increase_bytes_limit", objspace->malloc_limit);
-    SET("minor_gc_count", 0);
-    SET("major_gc_count", st->count);
+    SET("minor_gc_count", st->minor_gc_count);
+    SET("major_gc_count", st->major_gc_count);
     SET("compact_count", 0);
     SET("read_barrier_faults", 0);
     SET("total_moved_objects", 0);
-    SET("remembered_wb_unprotected_objects", 0);
-    SET("remembered_wb_unprotected_objects_limit", 0);
-    SET("old_objects", 0);
-    SET("old_objects_limit", 0);
+    SET("remembered_wb_unprotected_objects", objspace->old_wb_unprotected_objects);
+    SET("remembered_wb_unprotected_objects_limit", objspace->old_wb_unprotected_limit);
+    SET("old_objects", objspace->old_objects);
+    SET("old_objects_limit", objspace->old_objects_limit);
     SET("oldmalloc_increase_bytes", 0);
     SET("oldmalloc_increase_bytes_limit", 0);
 #undef SET
@@ -153,6 +153,15 @@ mosaic_stat_heap(mosaic_objspace_t *objspace, VALUE heap_name, VALUE hash_or_sym
 /* ==================================================== GC.latest_gc_info */
 
 static VALUE
+major_reason_sym(unsigned int flags)
+{
+    return (flags & MOSAIC_REASON_MAJOR_NOFREE) ? sym("nofree")
+         : (flags & MOSAIC_REASON_MAJOR_OLDGEN) ? sym("oldgen")
+         : (flags & MOSAIC_REASON_MAJOR_SHADY) ? sym("shady")
+         : (flags & MOSAIC_REASON_MAJOR_FORCE) ? sym("force") : Qnil;
+}
+
+static VALUE
 gc_info_decode(mosaic_objspace_t *objspace, VALUE hash_or_key, unsigned int flags, bool current)
 {
     VALUE hash = Qnil, key = Qnil;
@@ -166,10 +175,8 @@ gc_info_decode(mosaic_objspace_t *objspace, VALUE hash_or_key, unsigned int flag
     if (!NIL_P(hash)) rb_hash_aset(hash, s_, (value)); \
 } while (0)
 
-    VALUE major_by = (flags & MOSAIC_REASON_MAJOR_NOFREE) ? sym("nofree")
-                   : (flags & MOSAIC_REASON_MAJOR_FORCE) ? sym("force") : Qnil;
-    SET("major_by", major_by);
-    if (current) SET("need_major_by", Qnil);
+    SET("major_by", major_reason_sym(flags));
+    if (current) SET("need_major_by", major_reason_sym(objspace->need_major));
     VALUE gc_by = (flags & MOSAIC_REASON_NEWOBJ) ? sym("newobj")
                 : (flags & MOSAIC_REASON_MALLOC) ? sym("malloc")
                 : (flags & MOSAIC_REASON_METHOD) ? sym("method")

@@ -44,6 +44,17 @@ free_one(mosaic_objspace_t *objspace, VALUE obj, struct sweep_result *res, bool 
     }
 }
 
+/* A freed slot keeps no GC state: the next object there starts young and protected. */
+static inline void
+clear_slot_bits(struct mosaic_page *page, size_t bit)
+{
+    mosaic_bit_clear(page->wb_unprotected_bits, bit);
+    mosaic_bit_clear(page->age0_bits, bit);
+    mosaic_bit_clear(page->age1_bits, bit);
+    mosaic_bit_clear(page->old_bits, bit);
+    mosaic_bit_clear(page->remembered_bits, bit);
+}
+
 /* Sweeps one page. Returns its number of free slots; its freelist is rebuilt. */
 static size_t
 page_sweep(mosaic_objspace_t *objspace, struct mosaic_page *page)
@@ -63,7 +74,7 @@ page_sweep(mosaic_objspace_t *objspace, struct mosaic_page *page)
 
         if (RBASIC(obj)->flags != 0) {
             if (RB_BUILTIN_TYPE(obj) == T_ZOMBIE) continue;
-            mosaic_bit_clear(page->wb_unprotected_bits, bit);
+            clear_slot_bits(page, bit);
             free_one(objspace, obj, &res, hook);
             if (RBASIC(obj)->flags != 0) continue;  /* became a zombie */
         }

@@ -7,7 +7,9 @@
  *  - every slot on a page's freelist is T_NONE and belongs to that page; no slot twice;
  *  - zombies counted per page match T_ZOMBIE slots;
  *  - live slots (not T_NONE, not T_ZOMBIE) == total_allocated - total_freed - final slots;
- *  - every reference held by a live object points to the start of a live slot.
+ *  - every reference held by a live object points to the start of a live slot;
+ *  - generations: an old, write-barrier-protected object that refers to a young object is
+ *    remembered (the invariant minor GCs rely on; a miss means a missing write barrier).
  * Returns the number of problems; each is printed to stderr. With raise_on_error it calls
  * rb_bug on the first inconsistent heap, so a core file shows the state.
  */
@@ -19,6 +21,7 @@
 struct verify_ctx {
     mosaic_objspace_t *objspace;
     VALUE parent;
+    bool parent_needs_barrier;       /* old, wb-protected and not remembered */
     size_t errors;
 };
 
@@ -55,6 +58,11 @@ check_reference(VALUE child, void *data)
                (unsigned)RB_BUILTIN_TYPE(child));
         break;
       default:
+        if (ctx->parent_needs_barrier && !mosaic_old_p(child)) {
+            report(ctx, "old %p (type 0x%x) refers to young %p (type 0x%x) but is not remembered",
+                   (void *)ctx->parent, (unsigned)RB_BUILTIN_TYPE(ctx->parent), (void *)child,
+                   (unsigned)RB_BUILTIN_TYPE(child));
+        }
         break;
     }
 }
@@ -94,7 +102,12 @@ verify_page(struct verify_ctx *ctx, struct mosaic_page *page, size_t *live, size
             continue;
         }
         (*live)++;
+        size_t bit = mosaic_bit_index(obj);
         ctx->parent = obj;
+        ctx->parent_needs_barrier = ctx->objspace->generational &&
+            mosaic_bit_test(page->old_bits, bit) &&
+            !mosaic_bit_test(page->wb_unprotected_bits, bit) &&
+            !mosaic_bit_test(page->remembered_bits, bit);
         rb_objspace_reachable_objects_from(obj, check_reference, ctx);
     }
     if (on_freelist > free_slots) {
@@ -111,7 +124,7 @@ mosaic_verify_heap(mosaic_objspace_t *objspace, bool raise_on_error)
 {
     mosaic_gc_rest(objspace);
 
-    struct verify_ctx ctx = { objspace, Qnil, 0 };
+    struct verify_ctx ctx = { objspace, Qnil, false, 0 };
     size_t live = 0, zombies = 0, pages = 0;
     unsigned int lev = rb_gc_vm_lock();
     rb_gc_vm_barrier();

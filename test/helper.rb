@@ -4,7 +4,11 @@
 require "test/unit"
 
 module MosaicTestHelper
-  GC_NAME = ENV.fetch("RUBY_GC_LIBRARY", "default")
+  # The library file loaded (librubygc.LIB_NAME.so), and the collector it must report itself
+  # as: the same, unless MOSAIC_EXPECT_GC says otherwise (e.g. a checking build installed as
+  # librubygc.mosaic_check.so still reports "mosaic").
+  LIB_NAME = ENV.fetch("RUBY_GC_LIBRARY", "default")
+  GC_NAME = ENV.fetch("MOSAIC_EXPECT_GC", LIB_NAME)
 
   def mosaic?
     GC_NAME == "mosaic"

@@ -5,7 +5,7 @@ class TestMosaicEnv < Test::Unit::TestCase
   include MosaicTestHelper
 
   def run_with(env, code, args = [])
-    out, err, status = EnvUtil.invoke_ruby([{ "RUBY_GC_LIBRARY" => GC_NAME }.merge(env), *args, "-e", code], "", true, true)
+    out, err, status = EnvUtil.invoke_ruby([{ "RUBY_GC_LIBRARY" => LIB_NAME }.merge(env), *args, "-e", code], "", true, true)
     [out, err, status]
   end
 

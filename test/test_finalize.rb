@@ -41,7 +41,7 @@ class TestMosaicFinalize < Test::Unit::TestCase
   end
 
   def test_finalizers_run_at_exit
-    assert_in_out_err([{ "RUBY_GC_LIBRARY" => GC_NAME }, "-e", <<~'RUBY'], "", %w[first second], [])
+    assert_in_out_err([{ "RUBY_GC_LIBRARY" => LIB_NAME }, "-e", <<~'RUBY'], "", %w[first second], [])
       a = Object.new
       b = Object.new
       ObjectSpace.define_finalizer(a, proc { puts "first" })

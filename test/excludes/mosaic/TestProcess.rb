@@ -1,3 +1,2 @@
 # Known differences of Mosaic from CRuby's default GC, reviewed. Each names its cause.
-exclude(:test_warmup_promote_all_objects_to_oldgen, "asserts Process.warmup promotes objects to the old generation; Mosaic has no generations yet")
 exclude(:test_warmup_run_major_gc_and_compact, "asserts Process.warmup compacts (compact_count 1); Mosaic has no compaction yet")

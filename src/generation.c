@@ -1,0 +1,133 @@
+/*
+ * generation.c: generations, ages and write barriers.
+ *
+ * Model (docs/DESIGN.md section 4): every slot has a 2-bit age and an old bit in its page's
+ * side bitmaps. A GC that marks a young object ages it; at MOSAIC_OLD_AGE it becomes old.
+ * A minor GC starts with mark = old (old objects count as reached and are not traced) and
+ * traces from the roots and the remembered set; a major GC clears the marks and traces all.
+ *
+ * Invariants:
+ *  - Remembered-set invariant (what makes a minor GC correct): between collections, an old
+ *    object that refers to a young one is remembered, or is write-barrier-unprotected (old
+ *    wb-unprotected objects are traced by every minor GC). The write barrier keeps it for
+ *    writes; marking keeps it for promotions (an old parent whose child stays young is
+ *    remembered again, see mosaic_mark).
+ *  - Only mark.c and sweep.c change old/age bits; the mutator only sets remembered and
+ *    wb-unprotected bits (atomically: several Ractors may run write barriers at once).
+ *  - A freed slot has all of its bits cleared (sweep.c).
+ */
+#include "mosaic.h"
+
+static inline void
+bits_atomic_set(mosaic_bits_t *bits, size_t i)
+{
+    __atomic_fetch_or(&bits[i / 64], (mosaic_bits_t)1 << (i % 64), __ATOMIC_RELAXED);
+}
+
+void
+mosaic_remember(mosaic_objspace_t *objspace, VALUE obj)
+{
+    struct mosaic_page *page = mosaic_page_of(obj);
+    size_t bit = mosaic_bit_index(obj);
+    if (!mosaic_bit_test(page->remembered_bits, bit)) bits_atomic_set(page->remembered_bits, bit);
+}
+
+/* rb_gc_impl_writebarrier: `a` now refers to `b`. */
+void
+mosaic_writebarrier(mosaic_objspace_t *objspace, VALUE a, VALUE b)
+{
+    if (RB_SPECIAL_CONST_P(b) || !objspace->generational) return;
+    if (!mosaic_old_p(a) || mosaic_old_p(b)) return;
+    mosaic_remember(objspace, a);
+}
+
+/* rb_gc_impl_writebarrier_unprotect: writes to obj will no longer be reported. */
+void
+mosaic_writebarrier_unprotect(mosaic_objspace_t *objspace, VALUE obj)
+{
+    if (RB_SPECIAL_CONST_P(obj)) return;
+    struct mosaic_page *page = mosaic_page_of(obj);
+    size_t bit = mosaic_bit_index(obj);
+    if (!mosaic_bit_test(page->wb_unprotected_bits, bit)) bits_atomic_set(page->wb_unprotected_bits, bit);
+}
+
+/* rb_gc_impl_writebarrier_remember: obj was written in bulk; rescan it at the next minor GC. */
+void
+mosaic_writebarrier_remember(mosaic_objspace_t *objspace, VALUE obj)
+{
+    if (RB_SPECIAL_CONST_P(obj) || !objspace->generational) return;
+    if (mosaic_old_p(obj)) mosaic_remember(objspace, obj);
+}
+
+/* Minor GC setup, world stopped, all pages swept: mark = old on every page, and push every
+ * object to rescan (remembered, or old and wb-unprotected) on the mark stack. Remembered bits
+ * are cleared: marking sets them again where an old -> young edge remains. */
+void
+mosaic_minor_mark_start(mosaic_objspace_t *objspace, void (*push)(mosaic_objspace_t *, VALUE))
+{
+    size_t rescanned = 0;
+    for (int h = 0; h < MOSAIC_HEAP_COUNT; h++) {
+        struct mosaic_heap *heap = &objspace->heaps[h];
+        size_t marked = 0;
+        for (size_t j = 0; j < heap->page_count; j++) {
+            struct mosaic_page *page = heap->pages[j];
+            for (size_t w = 0; w < MOSAIC_BITMAP_WORDS; w++) {
+                mosaic_bits_t old = page->old_bits[w];
+                page->mark_bits[w] = old;
+                page->pinned_bits[w] = 0;
+                marked += __builtin_popcountll(old);
+
+                mosaic_bits_t rescan = page->remembered_bits[w] | (old & page->wb_unprotected_bits[w]);
+                page->remembered_bits[w] = 0;
+                while (rescan) {
+                    int b = __builtin_ctzll(rescan);
+                    rescan &= rescan - 1;
+                    VALUE obj = (VALUE)((uintptr_t)page->body + (w * 64 + b) * MOSAIC_BASE_SLOT_SIZE);
+                    push(objspace, obj);
+                    rescanned++;
+                }
+            }
+        }
+        heap->marked_slots = marked;
+        objspace->stats.marked_slots += marked;
+    }
+    objspace->stats.remembered_rescanned = rescanned;
+}
+
+/* After marking: count old objects and old wb-unprotected ones (for GC.stat and pacing). */
+void
+mosaic_generation_count(mosaic_objspace_t *objspace)
+{
+    size_t old = 0, old_unprotected = 0;
+    for (size_t p = 0; p < objspace->sorted_count; p++) {
+        struct mosaic_page *page = objspace->sorted_pages[p];
+        for (size_t w = 0; w < MOSAIC_BITMAP_WORDS; w++) {
+            mosaic_bits_t live_old = page->old_bits[w] & page->mark_bits[w];
+            old += __builtin_popcountll(live_old);
+            old_unprotected += __builtin_popcountll(live_old & page->wb_unprotected_bits[w]);
+        }
+    }
+    objspace->old_objects = old;
+    objspace->old_wb_unprotected_objects = old_unprotected;
+}
+
+/* Process.warmup: every object now in the heap becomes old. With no young object left, the
+ * remembered-set invariant holds trivially. World stopped, all pages swept. */
+void
+mosaic_promote_all(mosaic_objspace_t *objspace)
+{
+    if (!objspace->generational) return;
+    for (size_t p = 0; p < objspace->sorted_count; p++) {
+        struct mosaic_page *page = objspace->sorted_pages[p];
+        for (size_t i = 0; i < page->total_slots; i++) {
+            VALUE obj = (VALUE)(page->start + i * page->slot_size);
+            if (RBASIC(obj)->flags == 0 || RB_BUILTIN_TYPE(obj) == T_ZOMBIE) continue;
+            size_t bit = mosaic_bit_index(obj);
+            mosaic_bit_set(page->old_bits, bit);
+            mosaic_bit_set(page->age1_bits, bit);
+            mosaic_bit_set(page->age0_bits, bit);
+        }
+        memset(page->remembered_bits, 0, sizeof(page->remembered_bits));
+    }
+    mosaic_generation_count(objspace);
+}

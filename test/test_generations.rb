@@ -1,0 +1,93 @@
+require_relative "helper"
+
+# Generations: objects age and become old; minor GCs trace only young objects and the
+# remembered set, so every old -> young edge must survive them.
+class TestMosaicGenerations < Test::Unit::TestCase
+  include MosaicTestHelper
+
+  def test_object_becomes_old_after_surviving_three_collections
+    assert_gc_script(<<~'RUBY')
+      require "objspace"
+      GC.disable
+      o = Object.new
+      2.times { GC.start }
+      assert_not_include ObjectSpace.dump(o), '"old":true'
+      GC.start
+      assert_include ObjectSpace.dump(o), '"old":true'
+    RUBY
+  end
+
+  def test_young_churn_runs_minor_collections
+    assert_gc_script(<<~'RUBY')
+      keep = Array.new(50_000) { |i| i.to_s }
+      4.times { GC.start }
+      minor = GC.stat(:minor_gc_count)
+      2_000_000.times { Object.new }
+      assert_operator GC.stat(:minor_gc_count), :>, minor
+      assert_equal "49999", keep.last
+    RUBY
+  end
+
+  def test_old_to_young_edges_survive_minor_collections
+    assert_gc_script(<<~'RUBY', timeout: 300)
+      Pair = Struct.new(:a, :b)
+      class Holder; attr_accessor :x; end
+      ary, hash, str_ary, holder, pair = [], {}, [], Holder.new, Pair.new
+      wm = ObjectSpace::WeakMap.new
+      keys = []
+      4.times { GC.start }   # all of the containers are old now
+      50.times do |round|
+        ary << "a#{round}"
+        hash["k#{round}"] = ["v#{round}"]
+        str_ary.unshift(round.to_s * 3)
+        holder.x = { round => "h#{round}" }
+        pair.b = [round]
+        k = "wk#{round}"
+        keys << k
+        wm[k] = "wv#{round}"
+        20_000.times { [] }    # young garbage: minor GCs in between
+      end
+      assert_operator GC.stat(:minor_gc_count), :>, 5
+      GC.verify_internal_consistency
+      assert_equal (0...50).map { |r| "a#{r}" }, ary
+      assert_equal ["v49"], hash["k49"]
+      assert_equal "494949", str_ary.first
+      assert_equal({ 49 => "h49" }, holder.x)
+      assert_equal [49], pair.b
+      keys.each_with_index { |k, r| assert_equal "wv#{r}", wm[k] }
+    RUBY
+  end
+
+  def test_full_mark_false_is_a_minor_gc
+    assert_gc_script(<<~'RUBY')
+      3.times { GC.start }
+      GC.start(full_mark: false)
+      assert_nil GC.latest_gc_info(:major_by)
+      GC.start(full_mark: true)
+      assert_equal :force, GC.latest_gc_info(:major_by)
+    RUBY
+  end
+
+  def test_old_garbage_is_collected_by_a_major_gc
+    assert_gc_script(<<~'RUBY', timeout: 300)
+      $big = Array.new(300_000) { Object.new }
+      4.times { GC.start }
+      old = GC.stat(:old_objects)
+      $big = nil
+      GC.start(full_mark: false)
+      assert_operator GC.stat(:old_objects), :>=, old - 1_000, "a minor GC keeps old garbage"
+      GC.start
+      assert_operator GC.stat(:old_objects), :<, old - 250_000
+    RUBY
+  end
+
+  def test_generations_can_be_turned_off
+    omit "Mosaic's own variable" unless mosaic?
+    out, err, status = EnvUtil.invoke_ruby(
+      [{ "RUBY_GC_LIBRARY" => LIB_NAME, "MOSAIC_GENERATIONAL" => "0" }, "-e",
+       "1_000_000.times { Object.new }; p GC.config[:generational], GC.stat(:minor_gc_count), GC.count > 0"],
+      "", true, true)
+    assert_predicate status, :success?, err
+    assert_equal "false\n0\ntrue\n", out
+  end
+end
