@@ -1,0 +1,434 @@
+#!/usr/bin/env ruby
+# bench/run.rb: the one command of Mosaic's benchmark suite (`make bench BENCH_ARGS="..."`).
+# It owns the list of benchmarks and the whole measuring loop: for every benchmark it runs the
+# workload script (bench/workloads/*.rb) under each GC library of the same Ruby binary, interleaved
+# (default, mosaic, default, mosaic, ...), N times; takes wall time around each child process and
+# the child's own peak RSS, GC count and GC time (bench/lib/probe.rb) and figures (i/s, latency...);
+# then prints a Markdown table, writes JSON + Markdown under bench/results/ and draws the ratio
+# chart (bench/lib/chart.rb). It runs with any Ruby >= 3.0; the measured Ruby is found with
+# scripts/toolchain.sh paths. A failing run is reported with its stderr tail, never dropped.
+#
+# Usage: bench/run.rb [--quick] [--reps N] [--only a,b] [--gcs default,mosaic,...] [--list] [--setup]
+#        bench/run.rb --chart bench/results/FILE.json   (redraw a chart)
+require "json"
+require "optparse"
+require "rbconfig"
+require "tmpdir"
+require "fileutils"
+require "time"
+require_relative "lib/chart"
+
+BENCH_DIR = __dir__
+ROOT = File.expand_path("..", BENCH_DIR)
+WORKLOADS = File.join(BENCH_DIR, "workloads")
+SKIP_STATUS = 77 # a workload's "cannot run here" (see lib/bench_support.rb)
+
+# The benchmarks, in run order. Every field but name/script is optional:
+#   args       extra arguments, always passed; --quick is added in quick mode
+#   timing     false: wall time and peak RSS are not the point (figures only; left out of the chart)
+#   reps       fixed repetition count (deterministic figures need one run)
+#   full_only  "why": left out in --quick mode unless named with --only
+Benchmark = Struct.new(:name, :script, :args, :about, :timing, :reps, :full_only, keyword_init: true) do
+  def timing? = timing != false
+end
+
+BENCHMARKS = [
+  Benchmark.new(name: "rdoc", script: "rdoc.rb", about: "RDoc (ri) over Ruby 3.4.5's sources (quick: a subset)"),
+  Benchmark.new(name: "rdoc-subset", script: "rdoc.rb", args: ["--quick"],
+                about: "RDoc over a fixed subset of the sources", full_only: "same as rdoc in --quick mode"),
+  Benchmark.new(name: "strings", script: "strings.rb", about: "VWA microbenchmarks on 71-byte strings (i/s)"),
+  Benchmark.new(name: "arrays", script: "arrays.rb", about: "Array.new(n) 10M times for n = 0..16 (quick: 1M)"),
+  Benchmark.new(name: "objects", script: "objects.rb", about: "0x400000.times { Object.new } (quick: 0x100000)"),
+  Benchmark.new(name: "objects-cachegrind", script: "objects_cachegrind.rb", timing: false, reps: 1,
+                about: "D1/LL cache misses of the objects loop under cachegrind (deterministic, one run)"),
+  Benchmark.new(name: "binary-trees", script: "binary_trees.rb", about: "binary trees, depth 18 (quick: 14)"),
+  Benchmark.new(name: "gcbench", script: "gcbench.rb", about: "Ellis-Kovac-Boehm GCBench"),
+  Benchmark.new(name: "hash-heavy", script: "hash_heavy.rb", about: "hash-heavy program"),
+  Benchmark.new(name: "redblack", script: "redblack.rb", about: "red-black tree inserts and lookups"),
+  Benchmark.new(name: "ring", script: "ring.rb", about: "ring of objects, old-to-young stores"),
+  Benchmark.new(name: "liquid", script: "liquid.rb", about: "Liquid templates: parse and render (templates/s)"),
+  Benchmark.new(name: "rails", script: "rails.rb", about: "Rails app on sqlite3, in-process requests (req/s, latency)"),
+  Benchmark.new(name: "fork-share", script: "fork_share.rb",
+                about: "child's Private_Dirty after fork + full GC (copy-on-write sharing)"),
+  Benchmark.new(name: "pauses-rdoc", script: "rdoc.rb", args: ["--quick", "--pauses"], timing: false,
+                about: "GC pause distribution (GC::Profiler) during RDoc over the subset"),
+  Benchmark.new(name: "pauses-rails", script: "rails.rb", args: ["--pauses"], timing: false,
+                about: "GC pause distribution (GC::Profiler) during the Rails requests"),
+].freeze
+
+# ---------------------------------------------------------------------------------------------
+# Options and toolchain
+
+options = { reps: nil, quick: false, only: nil, gcs: %w[default mosaic], setup: false, timeout: nil }
+parser = OptionParser.new do |o|
+  o.banner = "Usage: bench/run.rb [options]   (compare GC libraries of one Ruby, side by side)"
+  o.on("--quick", "small inputs and 2 repetitions (about 5 minutes)") { options[:quick] = true }
+  o.on("--reps N", Integer, "repetitions per GC (default 5, quick 2)") { |n| options[:reps] = n }
+  o.on("--only LIST", Array, "run only these benchmarks (comma-separated; see --list)") { |l| options[:only] = l }
+  o.on("--gcs LIST", Array, "GC libraries, baseline first (default: default,mosaic)") { |l| options[:gcs] = l }
+  o.on("--timeout SECONDS", Integer, "per-run time limit (default 1200, quick 300)") { |t| options[:timeout] = t }
+  o.on("--setup", "run bench/setup.sh first (gems, gnuplot, valgrind)") { options[:setup] = true }
+  o.on("--chart FILE.json", "only redraw the chart (SVG, PNG) of an earlier results file") { |f| options[:chart] = f }
+  o.on("--list", "list the benchmarks and exit") do
+    BENCHMARKS.each { |b| puts format("  %-20s %s", b.name, b.about) }
+    exit
+  end
+end
+begin
+  parser.parse!(ARGV)
+  raise OptionParser::InvalidArgument, ARGV.join(" ") unless ARGV.empty?
+  raise OptionParser::InvalidArgument, "--reps must be >= 1" if options[:reps] && options[:reps] < 1
+  raise OptionParser::InvalidArgument, "--gcs needs at least one library" if options[:gcs].empty?
+rescue OptionParser::ParseError => e
+  warn e.message, parser.help
+  exit 2
+end
+if (json_file = options[:chart])
+  saved = JSON.parse(File.read(json_file))
+  files = Chart.draw(saved["results"], saved["gcs"], saved["baseline"], saved, json_file.sub(/\.json\z/, ""))
+  puts files
+  exit(files.empty? ? 1 : 0)
+end
+
+quick = options[:quick]
+reps = options[:reps] || (quick ? 2 : 5)
+timeout = options[:timeout] || (quick ? 300 : 1200)
+gcs = options[:gcs].uniq
+baseline = gcs.first
+
+selected = if options[:only]
+  unknown = options[:only] - BENCHMARKS.map(&:name)
+  abort "bench/run.rb: unknown benchmark(s): #{unknown.join(", ")} (see --list)" unless unknown.empty?
+  BENCHMARKS.select { |b| options[:only].include?(b.name) }
+else
+  BENCHMARKS.reject { |b| quick && b.full_only }
+end
+
+system(File.join(BENCH_DIR, "setup.sh")) || warn("bench/run.rb: bench/setup.sh reported problems (see above)") if options[:setup]
+
+toolchain = IO.popen([File.join(ROOT, "scripts/toolchain.sh"), "paths"], &:read)
+TOOL = toolchain.scan(/^(\w+)=(.*)$/).to_h
+ruby = TOOL["MOSAIC_RUBY"]
+unless ruby && File.executable?(ruby)
+  abort "bench/run.rb: the Mosaic Ruby toolchain is not built (#{ruby.inspect}); run `make` first"
+end
+
+# Each GC library must load: `ruby -v` shows +GC[name]. A library that does not load is reported
+# and its runs fail visibly (they are not silently dropped from the comparison).
+ruby_versions = gcs.to_h do |gc|
+  out = IO.popen({ "RUBY_GC_LIBRARY" => gc }, [ruby, "-v"], err: %i[child out], &:read).strip
+  warn "bench/run.rb: WARNING: RUBY_GC_LIBRARY=#{gc} does not load: #{out}" unless out.include?("+GC[#{gc}]")
+  [gc, out]
+end
+
+unless Dir.exist?(File.join(BENCH_DIR, ".gems")) || (selected.map(&:script) & %w[liquid.rb rails.rb]).empty?
+  warn "bench/run.rb: bench/.gems is missing: the liquid and rails benchmarks will skip. " \
+       "Run bench/setup.sh (or bench/run.rb --setup) first."
+end
+
+# ---------------------------------------------------------------------------------------------
+# Running one measured child
+
+RunResult = Struct.new(:gc, :rep, :status, :exit_code, :signal, :wall_s, :peak_rss_kb, :gc_count,
+                       :gc_time_ms, :figures, :message, :stderr_tail, keyword_init: true) do
+  def ok? = status == "ok"
+end
+
+def tail(text, lines = 25) = text.to_s.lines.last(lines).join
+
+# What to show of a failed run's stderr: for a Ruby crash report ([BUG] ...), the [BUG] line and
+# the frames and backtraces, without the register dump, loaded features and memory map that end
+# it; otherwise the last lines.
+def stderr_excerpt(text)
+  bug = text.index(/^.*\[BUG\]/)
+  return tail(text) unless bug
+  report = text[bug..]
+  report = report[0, report.index(/^-- Other runtime information/) || report.size]
+  report = report.gsub(/^-- Machine register context -+\n.*?(?=^-- )/m, "")
+  lines = report.lines
+  (lines.size > 70 ? lines.first(10) + ["[...]\n"] + lines.last(60) : lines).join
+end
+
+# Runs `ruby -r probe.rb workload args` under RUBY_GC_LIBRARY=gc; never raises for a bad child.
+def run_once(ruby, bench, gc, rep, quick, timeout, scratch)
+  probe = File.join(scratch, "probe.json")
+  figures = File.join(scratch, "figures.json")
+  out_file = File.join(scratch, "stdout")
+  err_file = File.join(scratch, "stderr")
+  [probe, figures].each { |f| FileUtils.rm_f(f) }
+  env = {
+    "RUBY_GC_LIBRARY" => gc, "MOSAIC_BENCH_PROBE" => probe, "MOSAIC_BENCH_FIGURES" => figures,
+    "MOSAIC_RUBY_SRC" => TOOL["MOSAIC_RUBY_SRC"], "RUBYOPT" => nil, "RUBYLIB" => nil,
+    "GEM_HOME" => nil, "GEM_PATH" => nil, "BUNDLE_GEMFILE" => nil,
+  }
+  args = (bench.args || []).dup
+  args << "--quick" if quick && !args.include?("--quick")
+  cmd = [ruby, "-r", File.join(BENCH_DIR, "lib/probe.rb"), File.join(WORKLOADS, bench.script), *args]
+
+  started = Process.clock_gettime(Process::CLOCK_MONOTONIC)
+  pid = Process.spawn(env, *cmd, out: out_file, err: err_file, pgroup: true, chdir: scratch)
+  status = nil
+  timed_out = false
+  deadline = started + timeout
+  loop do
+    _, status = Process.wait2(pid, Process::WNOHANG)
+    break if status
+    if Process.clock_gettime(Process::CLOCK_MONOTONIC) > deadline
+      timed_out = true
+      kill_group(pid)
+      _, status = Process.wait2(pid)
+      break
+    end
+    sleep 0.02
+  end
+  wall = Process.clock_gettime(Process::CLOCK_MONOTONIC) - started
+
+  stdout = File.read(out_file) rescue ""
+  stderr = File.read(err_file) rescue ""
+  result = RunResult.new(gc: gc, rep: rep, exit_code: status.exitstatus, signal: status.termsig,
+                         wall_s: wall, figures: [], stderr_tail: nil)
+  if status.exitstatus == SKIP_STATUS
+    result.status = "skipped"
+    result.message = stdout[/^SKIP: (.*)$/, 1] || "skipped"
+    result.wall_s = nil
+    return result
+  end
+  probe_data = (JSON.parse(File.read(probe)) rescue nil)
+  result.figures = (JSON.parse(File.read(figures)) rescue [])
+  if probe_data
+    result.peak_rss_kb = probe_data["peak_rss_kb"]
+    result.gc_count = probe_data["gc_count"]
+    result.gc_time_ms = probe_data["gc_time_ms"]
+  end
+  problem =
+    if timed_out then "timed out after #{timeout} s"
+    elsif status.signaled? then "killed by signal #{status.termsig} (#{Signal.signame(status.termsig) rescue "?"})"
+    elsif !status.success? then "exit status #{status.exitstatus}"
+    elsif !probe_data then "no probe output (the process did not reach at_exit)"
+    elsif probe_data["gc"] != gc then "ran under GC #{probe_data["gc"].inspect}, not #{gc.inspect}"
+    end
+  if problem
+    result.status = "failed"
+    result.message = problem
+    result.stderr_tail = stderr_excerpt(stderr.empty? ? stdout : stderr)
+  else
+    result.status = "ok"
+  end
+  result
+end
+
+def kill_group(pid)
+  Process.kill("TERM", -pid)
+  sleep 2
+  Process.kill("KILL", -pid)
+rescue Errno::ESRCH
+  nil
+end
+
+# ---------------------------------------------------------------------------------------------
+# Statistics
+
+def median(values)
+  v = values.compact.sort
+  return nil if v.empty?
+  v.size.odd? ? v[v.size / 2] : (v[v.size / 2 - 1] + v[v.size / 2]) / 2.0
+end
+
+def spread(values)
+  v = values.compact
+  v.empty? ? nil : { "median" => median(v), "min" => v.min, "max" => v.max }
+end
+
+# Ratio other/baseline from runs paired by repetition (run j of other vs run j of baseline):
+# the median of the per-pair ratios, and their min and max.
+def pair_ratio(base_runs, other_runs, field)
+  pairs = base_runs.filter_map do |b|
+    o = other_runs.find { |r| r.rep == b.rep }
+    next unless o&.ok? && b.ok?
+    bv = b.public_send(field)
+    ov = o.public_send(field)
+    ov.to_f / bv if bv && ov && bv.to_f.positive?
+  end
+  spread(pairs)&.merge("pairs" => pairs.size)
+end
+
+def summarize(bench, runs_by_gc, baseline)
+  per_gc = runs_by_gc.to_h do |gc, runs|
+    ok = runs.select(&:ok?)
+    figures = ok.flat_map(&:figures).group_by { |f| f["name"] }.to_h do |name, fs|
+      [name, spread(fs.map { |f| f["value"] }).merge("unit" => fs.first["unit"], "better" => fs.first["better"])]
+    end
+    [gc, {
+      "runs" => runs.size, "ok" => ok.size,
+      "failed" => runs.count { |r| r.status == "failed" },
+      "skipped" => runs.any? { |r| r.status == "skipped" } ? runs.find { |r| r.status == "skipped" }.message : nil,
+      "wall_s" => spread(ok.map(&:wall_s)), "peak_rss_kb" => spread(ok.map(&:peak_rss_kb)),
+      "gc_count" => spread(ok.map(&:gc_count)), "gc_time_ms" => spread(ok.map(&:gc_time_ms)),
+      "figures" => figures,
+    }]
+  end
+  ratios = runs_by_gc.keys.reject { |g| g == baseline }.to_h do |gc|
+    [gc, { "wall_s" => pair_ratio(runs_by_gc[baseline], runs_by_gc[gc], :wall_s),
+           "peak_rss_kb" => pair_ratio(runs_by_gc[baseline], runs_by_gc[gc], :peak_rss_kb) }]
+  end
+  { "name" => bench.name, "about" => bench.about, "timing" => bench.timing?, "per_gc" => per_gc, "ratios" => ratios,
+    "runs" => runs_by_gc.values.flatten.map { |r| r.to_h.transform_keys(&:to_s) } }
+end
+
+# ---------------------------------------------------------------------------------------------
+# Report: Markdown
+
+def fmt(v, digits = 3)
+  return "-" if v.nil?
+  return v.to_s if v.is_a?(Integer)
+  return format("%.0f", v) if v.abs >= 1000
+  format("%.#{digits}g", v)
+end
+
+def ratio_cell(r)
+  return "-" unless r && r["median"]
+  format("%.2f (%.2f-%.2f)", r["median"], r["min"], r["max"])
+end
+
+def markdown(results, gcs, baseline, meta)
+  others = gcs - [baseline]
+  out = +"## Mosaic benchmarks: #{gcs.join(" vs ")} (#{meta["mode"]}, #{meta["reps"]} reps, #{meta["git_commit"]})\n\n"
+  out << "Wall time is per process (boot included); peak RSS is VmHWM; GC count and time are GC.stat(:count/:time).\n"
+  out << "Values are medians over the successful runs; ratio = #{others.map { |o| "#{o}/#{baseline}" }.join(", ")}: " \
+         "median of per-pair ratios (run j vs run j), with the min-max of those ratios. Below 1 is better for #{others.join("/")}.\n\n"
+  head = ["benchmark", "GC", "runs ok", "wall median s", "wall min s", "wall max s", "peak RSS MB", "GC count", "GC time ms"]
+  others.each { |o| head += ["wall #{o}/#{baseline}", "RSS #{o}/#{baseline}"] }
+  out << "| #{head.join(" | ")} |\n|#{head.map { "---" }.join("|")}|\n"
+  results.each do |res|
+    gcs.each do |gc|
+      s = res["per_gc"][gc]
+      status = if s["skipped"] then "skipped"
+               elsif s["failed"].positive? then "**#{s["ok"]}/#{s["runs"]} (#{s["failed"]} FAILED)**"
+               else "#{s["ok"]}/#{s["runs"]}"
+               end
+      w = s["wall_s"] || {}
+      row = [res["name"], gc, status, fmt(w["median"]), fmt(w["min"]), fmt(w["max"]),
+             s["peak_rss_kb"] ? fmt(s["peak_rss_kb"]["median"] / 1024.0) : "-",
+             fmt(s.dig("gc_count", "median")), fmt(s.dig("gc_time_ms", "median"))]
+      others.each do |o|
+        r = gc == o ? res["ratios"][o] : nil
+        row += r ? [ratio_cell(r["wall_s"]), ratio_cell(r["peak_rss_kb"])] : ["", ""]
+      end
+      out << "| #{row.join(" | ")} |\n"
+    end
+  end
+
+  out << "\n### The benchmarks' own figures\n\n"
+  fhead = ["benchmark", "figure", "unit", *gcs.map { |g| "#{g} median (min-max)" }, *others.map { |o| "#{o}/#{baseline}" }, "better"]
+  out << "| #{fhead.join(" | ")} |\n|#{fhead.map { "---" }.join("|")}|\n"
+  results.each do |res|
+    names = gcs.flat_map { |g| res["per_gc"][g]["figures"].keys }.uniq
+    names.each do |name|
+      cells = gcs.map do |g|
+        f = res["per_gc"][g]["figures"][name]
+        f ? (f["min"] == f["max"] ? fmt(f["median"], 4) : "#{fmt(f["median"], 4)} (#{fmt(f["min"])}-#{fmt(f["max"])})") : "-"
+      end
+      base = res["per_gc"][baseline]["figures"][name]
+      ratios = others.map do |o|
+        f = res["per_gc"][o]["figures"][name]
+        f && base && base["median"].to_f.nonzero? ? format("%.2f", f["median"].to_f / base["median"]) : "-"
+      end
+      any = gcs.map { |g| res["per_gc"][g]["figures"][name] }.compact.first
+      out << "| #{[res["name"], name, any["unit"], *cells, *ratios, any["better"]].join(" | ")} |\n"
+    end
+  end
+
+  problems = results.flat_map { |res| res["runs"].map { |r| [res["name"], r] } }
+                    .reject { |_, r| r["status"] == "ok" }
+  skipped = problems.select { |_, r| r["status"] == "skipped" }.uniq { |n, r| [n, r["gc"]] }
+  failed = problems.select { |_, r| r["status"] == "failed" }
+  unless skipped.empty?
+    out << "\n### Skipped\n\n"
+    skipped.each { |n, r| out << "- #{n} (#{r["gc"]}): #{r["message"]}\n" }
+  end
+  unless failed.empty?
+    out << "\n### FAILED runs\n\n"
+    failed.each do |n, r|
+      out << "- **#{n}** under #{r["gc"]}, run #{r["rep"]}: #{r["message"]}; stderr tail:\n\n"
+      out << "```\n#{r["stderr_tail"].to_s.rstrip}\n```\n\n"
+    end
+  end
+  out
+end
+
+# ---------------------------------------------------------------------------------------------
+# Machine info
+
+def machine_info
+  cpu = (File.read("/proc/cpuinfo")[/^model name\s*:\s*(.*)$/, 1] rescue nil)
+  mem_kb = (File.read("/proc/meminfo")[/^MemTotal:\s+(\d+)/, 1].to_i rescue nil)
+  { "nproc" => (Integer(`nproc`.strip) rescue nil), "cpu_model" => cpu, "mem_total_kb" => mem_kb,
+    "kernel" => (`uname -sr`.strip rescue nil), "hostname" => (`hostname`.strip rescue nil),
+    "load_average_at_start" => (File.read("/proc/loadavg").split.first(3).join(" ") rescue nil) }
+end
+
+# Read-only git queries (--no-optional-locks: not even the index's stat cache is refreshed).
+def git(*args) = IO.popen(["git", "--no-optional-locks", "-C", ROOT, *args], err: File::NULL, &:read).to_s.strip
+
+# ---------------------------------------------------------------------------------------------
+# Main loop: benchmarks in order; within one, reps interleaved over the GCs (A B A B ...).
+
+commit = git("rev-parse", "--short", "HEAD")
+commit = "nogit" if commit.empty?
+dirty = !git("status", "--porcelain", "--untracked-files=no").empty?
+stamp = Time.now.utc.strftime("%Y-%m-%dT%H%M%SZ")
+meta = {
+  "date" => Time.now.utc.iso8601, "git_commit" => commit + (dirty ? "-dirty" : ""),
+  "mode" => quick ? "quick" : "full", "reps" => reps, "gcs" => gcs, "baseline" => baseline,
+  "ruby" => ruby, "ruby_version" => ruby_versions, "gc_dir" => TOOL["MOSAIC_GC_DIR"],
+  "machine" => machine_info, "command" => "bench/run.rb #{options.inspect}",
+  "ratio_spread" => "median of per-pair ratios (run j of a GC vs run j of the baseline), with min and max",
+}
+
+t0 = Process.clock_gettime(Process::CLOCK_MONOTONIC)
+elapsed = lambda do
+  s = (Process.clock_gettime(Process::CLOCK_MONOTONIC) - t0).to_i
+  format("%d:%02d:%02d", s / 3600, s / 60 % 60, s % 60)
+end
+warn "bench/run.rb: #{selected.size} benchmarks x #{gcs.join(",")} x #{reps} reps (#{meta["mode"]} mode), " \
+     "commit #{meta["git_commit"]}, load #{meta["machine"]["load_average_at_start"]}"
+
+results = []
+Dir.mktmpdir("mosaic-bench-") do |scratch|
+  selected.each_with_index do |bench, i|
+    n = bench.reps || reps
+    runs_by_gc = gcs.to_h { |g| [g, []] }
+    skipped = false
+    (1..n).each do |rep|
+      break if skipped
+      gcs.each do |gc|
+        $stderr.print "[#{elapsed.call}] benchmark #{i + 1}/#{selected.size} #{bench.name}: run #{rep}/#{n} #{gc} ... "
+        r = run_once(ruby, bench, gc, rep, quick, timeout, scratch)
+        runs_by_gc[gc] << r
+        case r.status
+        when "ok" then warn format("%.2f s, %.0f MB", r.wall_s, r.peak_rss_kb / 1024.0)
+        when "skipped" then warn "skipped: #{r.message}"
+        else warn "FAILED: #{r.message}\n#{r.stderr_tail.to_s.lines.first(6).map { |l| "    | #{l}" }.join}"
+        end
+        skipped = true if r.status == "skipped"
+      end
+    end
+    results << summarize(bench, runs_by_gc, baseline)
+  end
+end
+meta["duration_s"] = (Process.clock_gettime(Process::CLOCK_MONOTONIC) - t0).round(1)
+
+table = markdown(results, gcs, baseline, meta)
+puts table
+
+results_dir = File.join(BENCH_DIR, "results")
+FileUtils.mkdir_p(results_dir)
+base_name = File.join(results_dir, "#{stamp}-#{commit}#{quick ? "-quick" : ""}")
+File.write("#{base_name}.json", JSON.pretty_generate(meta.merge("results" => results)) + "\n")
+File.write("#{base_name}.md", table)
+chart_files = Chart.draw(results, gcs, baseline, meta, base_name)
+warn "\nbench/run.rb: done in #{elapsed.call}; wrote #{base_name}.json, .md#{chart_files.empty? ? "" : ", " + chart_files.map { |f| File.extname(f) }.join(", ")}"
+
+failed = results.sum { |r| r["per_gc"].values.sum { |s| s["failed"] } }
+warn "bench/run.rb: #{failed} run(s) FAILED (see the table's FAILED section)" if failed.positive?
+exit(failed.positive? ? 1 : 0)
