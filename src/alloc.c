@@ -6,10 +6,12 @@
  * page, by lazily sweeping, by growing the heap within its budget, or by collecting.
  *
  * Invariants:
- *  - A cache's freelist only holds T_NONE slots of pages that are already swept this cycle,
- *    so no sweep can hand the same slot out twice. Every collection empties every cache
- *    before it marks (mosaic_caches_clear); the slots left there are T_NONE and the next
- *    sweep puts them back on their page's freelist.
+ *  - Every free (T_NONE) slot is on exactly one freelist: its page's, or the cache's that
+ *    took that page's list. A cache's list is the remainder of one page's list, from a page
+ *    already swept this cycle. Every collection makes every cache hand its remainder back to
+ *    its page before marking (mosaic_caches_clear), so the sweep never needs to relink (and
+ *    so write to) a slot that was already free: a GC in a forked child leaves those pages
+ *    shared.
  *  - A new object is initialised as CRuby expects: flags, klass, v1..v3, the rest zeroed.
  *  - Allocation never happens inside a collection (during_gc): that is a bug, reported.
  */
@@ -52,10 +54,20 @@ cache_clear_i(void *cache_ptr, void *data)
 {
     struct mosaic_cache *cache = cache_ptr;
     cache_flush_counts((mosaic_objspace_t *)data, cache);
-    for (int i = 0; i < MOSAIC_HEAP_COUNT; i++) cache->heaps[i].freelist = NULL;
+    for (int i = 0; i < MOSAIC_HEAP_COUNT; i++) {
+        struct mosaic_free_slot *head = cache->heaps[i].freelist;
+        if (!head) continue;
+        /* All of these slots come from one page: put them back in front of its list. */
+        struct mosaic_page *page = mosaic_page_of((VALUE)head);
+        struct mosaic_free_slot *tail = head;
+        while (tail->next) tail = tail->next;
+        tail->next = page->freelist;
+        page->freelist = head;
+        cache->heaps[i].freelist = NULL;
+    }
 }
 
-/* Called with the world stopped, before marking. */
+/* Called with the world stopped (or the VM lock held and no allocation possible). */
 void
 mosaic_caches_clear(mosaic_objspace_t *objspace)
 {
@@ -98,14 +110,22 @@ heap_take_free_page(mosaic_objspace_t *objspace, struct mosaic_heap *heap)
     return NULL;
 }
 
+/* Adds a page to the class if a budget allows (its own first, then the shared one), or if
+ * forced (GC disabled, or a collection did not free enough). */
 static struct mosaic_page *
 heap_grow(mosaic_objspace_t *objspace, struct mosaic_heap *heap, bool force)
 {
-    if (!force && heap->allocatable_slots == 0) return NULL;
+    bool own = heap->allocatable_slots > 0;
+    bool shared = objspace->allocatable_bytes >= MOSAIC_PAGE_SIZE;
+    if (!force && !own && !shared) return NULL;
     struct mosaic_page *page = mosaic_page_new(objspace, heap);
-    if (page) {
+    if (!page) return NULL;
+    if (own) {
         heap->allocatable_slots = heap->allocatable_slots > page->total_slots
             ? heap->allocatable_slots - page->total_slots : 0;
+    }
+    else if (shared) {
+        objspace->allocatable_bytes -= MOSAIC_PAGE_SIZE;
     }
     return page;
 }

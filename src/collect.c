@@ -4,7 +4,7 @@
  * A cycle (mosaic_collect), in order:
  *   1. enter: take the VM lock, stop other Ractors (barrier), set during_gc, GC_ENTER event.
  *   2. finish the previous cycle's lazy sweep, so every page is swept.
- *   3. empty every Ractor's allocation cache (their slots are T_NONE and come back at sweep).
+ *   3. every Ractor's allocation cache hands its free slots back to their page.
  *   4. choose minor or major (generation.c's model); GC_START event; mark from the roots, and
  *      in a minor GC from the remembered set (mark.c); clear dead weak references; GC_END_MARK.
  *   5. pace: decide growth and shrink budgets from what survived (pace.c).
@@ -69,7 +69,7 @@ mosaic_collect(mosaic_objspace_t *objspace, unsigned int reason)
         if (measure) objspace->stats.sweeping_time_ns += mosaic_now_ns() - t;
     }
 
-    /* 3. Caches give up their slots. */
+    /* 3. Caches hand their free slots back to their pages. */
     mosaic_caches_clear(objspace);
 
     /* Minor or major. A major GC is asked for by the caller (GC.start's full_mark), by the

@@ -110,8 +110,12 @@ finalize_list(mosaic_objspace_t *objspace, VALUE list)
             page->final_slots--;
             page->heap->final_slots--;
             page->heap->total_freed_objects++;
-            /* The slot is free; the next sweep puts it on its page's freelist. */
-            RBASIC(obj)->flags = 0;
+            /* Free, and on its page's freelist (the invariant alloc.c keeps). If the page is
+             * not queued in free_pages, the next sweep queues it. */
+            struct mosaic_free_slot *slot = (struct mosaic_free_slot *)obj;
+            slot->flags = 0;
+            slot->next = page->freelist;
+            page->freelist = slot;
         }
         rb_gc_vm_unlock(lev);
     }

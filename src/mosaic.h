@@ -135,7 +135,7 @@ struct mosaic_heap {
     struct mosaic_page *free_pages;  /* swept pages whose freelist is not handed out */
 
     size_t total_slots;
-    size_t allocatable_slots;        /* pages may still grow by this many slots before a GC */
+    size_t allocatable_slots;        /* this class's own growth budget: init slots, returned pages */
     size_t freeable_pages;           /* empty pages the current sweep may return to the OS */
     size_t marked_slots;             /* marked in the latest cycle */
     size_t final_slots;
@@ -267,6 +267,9 @@ typedef struct mosaic_objspace {
     st_table *obj_to_id;
     st_table *id_to_obj;
     unsigned long long next_object_id;
+
+    /* Growth budget shared by all classes, in bytes of page (pace.c). */
+    size_t allocatable_bytes;
 
     /* Malloc accounting. */
     size_t malloc_increase;          /* atomic */

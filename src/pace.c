@@ -4,8 +4,11 @@
  * Object pacing, per size class, decided once per cycle right after marking:
  *   live  = slots marked this cycle (plus zombies waiting for their finalizer)
  *   free  = total - live                         (what the sweep will hand out)
- *   if free < total * free_slots_min_ratio:      grow the budget (allocatable_slots) to
- *       max(total * (growth_factor - 1), total * goal_ratio - free), capped by growth_max_slots
+ *   if free < total * free_slots_min_ratio:      the class asks for
+ *       max(total * (growth_factor - 1), total * goal_ratio - free) slots, capped by
+ *       growth_max_slots; the bytes asked for by all classes form one shared budget
+ *       (allocatable_bytes) that any class may draw pages from, so a small class that runs
+ *       dry does not force a collection of the whole heap while the heap may still grow
  *   if free > total * free_slots_max_ratio:      let the sweep return the surplus of empty
  *       pages to the OS (freeable_pages), never below the class's init slots
  * A class that runs out of free slots and of budget triggers the next collection. A class
@@ -59,6 +62,7 @@ void
 mosaic_pace_after_mark(mosaic_objspace_t *objspace)
 {
     const struct mosaic_params *params = &objspace->params;
+    size_t shared_grow_bytes = 0;
     pace_generations(objspace);
 
     for (int i = 0; i < MOSAIC_HEAP_COUNT; i++) {
@@ -89,8 +93,8 @@ mosaic_pace_after_mark(mosaic_objspace_t *objspace)
                 grow = params->growth_max_slots;
             }
             if (grow < heap->slots_per_page) grow = heap->slots_per_page;
-            if (grow < floor_budget) grow = floor_budget;
-            if (heap->allocatable_slots < grow) heap->allocatable_slots = grow;
+            shared_grow_bytes += (grow + heap->slots_per_page - 1) / heap->slots_per_page * MOSAIC_PAGE_SIZE;
+            if (heap->allocatable_slots < floor_budget) heap->allocatable_slots = floor_budget;
             continue;
         }
 
@@ -107,6 +111,7 @@ mosaic_pace_after_mark(mosaic_objspace_t *objspace)
             heap->allocatable_slots = floor_budget;
         }
     }
+    if (objspace->allocatable_bytes < shared_grow_bytes) objspace->allocatable_bytes = shared_grow_bytes;
 }
 
 /* Called at the start of each collection. */

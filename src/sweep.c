@@ -6,11 +6,13 @@
  * empty pages to the OS when the pacer allows, and lazy sweeping driven by allocation.
  *
  * Invariants:
- *  - After mosaic_sweep_prepare every page is before_sweep, every freelist is empty, and no
- *    cache holds a slot (collect.c cleared them). Pages created afterwards are not
- *    before_sweep and the sweeper skips them.
- *  - A page is swept at most once per cycle; sweeping rebuilds its freelist from scratch from
- *    the mark bits: unmarked T_NONE slots and freed objects go on it; zombies stay.
+ *  - After mosaic_sweep_prepare every page is before_sweep and no cache holds a slot
+ *    (collect.c handed them back). Pages created afterwards are not before_sweep and the
+ *    sweeper skips them.
+ *  - A page is swept at most once per cycle. Its freelist survives from cycle to cycle (every
+ *    T_NONE slot is already on it, see alloc.c); the sweep only pushes the objects it frees.
+ *    It never writes to a slot that was already free, nor to a live one: a GC in a forked
+ *    child dirties only the pages where it actually frees something.
  *  - Every page is swept before the next mark phase starts (collect.c calls
  *    mosaic_sweep_finish_now first), so garbage_object_p only needs before_sweep + mark bit.
  *  - Sweeping runs with during_gc set, under the VM lock.
@@ -64,23 +66,22 @@ page_sweep(mosaic_objspace_t *objspace, struct mosaic_page *page)
     size_t slot_size = page->slot_size;
     size_t step = slot_size / MOSAIC_BASE_SLOT_SIZE;
     size_t first_bit = mosaic_bit_index((VALUE)page->start);
-    struct mosaic_free_slot *head = NULL;
+    struct mosaic_free_slot *head = page->freelist;
 
-    /* Walk backwards so the freelist comes out in address order. */
     for (size_t i = page->total_slots; i-- > 0;) {
         VALUE obj = (VALUE)(page->start + i * slot_size);
         size_t bit = first_bit + i * step;
         if (mosaic_bit_test(page->mark_bits, bit)) continue;
 
-        if (RBASIC(obj)->flags != 0) {
-            if (RB_BUILTIN_TYPE(obj) == T_ZOMBIE) continue;
-            clear_slot_bits(page, bit);
-            free_one(objspace, obj, &res, hook);
-            if (RBASIC(obj)->flags != 0) continue;  /* became a zombie */
+        if (RBASIC(obj)->flags == 0) {
+            res.empty++;      /* already on the freelist: leave the slot untouched */
+            continue;
         }
-        else {
-            res.empty++;
-        }
+        if (RB_BUILTIN_TYPE(obj) == T_ZOMBIE) continue;
+        clear_slot_bits(page, bit);
+        free_one(objspace, obj, &res, hook);
+        if (RBASIC(obj)->flags != 0) continue;  /* became a zombie */
+
         struct mosaic_free_slot *slot = (struct mosaic_free_slot *)obj;
         slot->next = head;
         head = slot;
@@ -142,7 +143,8 @@ after_sweep_work(mosaic_objspace_t *objspace)
     }
 }
 
-/* Every page becomes before_sweep with an empty freelist. World stopped, caches cleared. */
+/* Every page becomes before_sweep and leaves the free-page queue (the sweep queues it again).
+ * World stopped, caches handed back. */
 void
 mosaic_sweep_prepare(mosaic_objspace_t *objspace)
 {
@@ -153,7 +155,6 @@ mosaic_sweep_prepare(mosaic_objspace_t *objspace)
         for (size_t j = 0; j < heap->page_count; j++) {
             struct mosaic_page *page = heap->pages[j];
             page->before_sweep = true;
-            page->freelist = NULL;
             page->free_next = NULL;
         }
     }

@@ -4,7 +4,8 @@
  *
  * Checks, with the world stopped and every page swept:
  *  - every page is in the sorted index and its page pointer leads back to it;
- *  - every slot on a page's freelist is T_NONE and belongs to that page; no slot twice;
+ *  - every slot on a page's freelist is T_NONE and belongs to that page; no slot twice; and
+ *    every T_NONE slot is on it (caches hand their slots back first, which is always valid);
  *  - zombies counted per page match T_ZOMBIE slots;
  *  - live slots (not T_NONE, not T_ZOMBIE) == total_allocated - total_freed - final slots;
  *  - every reference held by a live object points to the start of a live slot;
@@ -110,8 +111,8 @@ verify_page(struct verify_ctx *ctx, struct mosaic_page *page, size_t *live, size
             !mosaic_bit_test(page->remembered_bits, bit);
         rb_objspace_reachable_objects_from(obj, check_reference, ctx);
     }
-    if (on_freelist > free_slots) {
-        report(ctx, "page %p: %zu slots on the freelist but only %zu free", (void *)page->body, on_freelist, free_slots);
+    if (on_freelist != free_slots) {
+        report(ctx, "page %p: %zu slots on the freelist but %zu free", (void *)page->body, on_freelist, free_slots);
     }
     if (page_zombies != page->final_slots) {
         report(ctx, "page %p: %zu zombies but final_slots says %u", (void *)page->body, page_zombies, page->final_slots);
@@ -128,6 +129,7 @@ mosaic_verify_heap(mosaic_objspace_t *objspace, bool raise_on_error)
     size_t live = 0, zombies = 0, pages = 0;
     unsigned int lev = rb_gc_vm_lock();
     rb_gc_vm_barrier();
+    mosaic_caches_clear(objspace);
     objspace->heap_walk_depth++;
 
     for (int h = 0; h < MOSAIC_HEAP_COUNT; h++) {
