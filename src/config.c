@@ -17,6 +17,8 @@
  * | RUBY_GC_MALLOC_LIMIT                  | 16 MiB  | malloc'd bytes between GCs, initially     |
  * | RUBY_GC_MALLOC_LIMIT_MAX              | 32 MiB  | ceiling of that limit                     |
  * | RUBY_GC_MALLOC_LIMIT_GROWTH_FACTOR    | 1.4     | growth of the limit when it was crossed   |
+ * | RUBY_GC_OLDMALLOC_LIMIT(_MAX)         | 16/128 MiB | malloc'd bytes between major GCs       |
+ * | RUBY_GC_OLDMALLOC_LIMIT_GROWTH_FACTOR | 1.2     | growth of that limit when crossed         |
  * | RUBY_GC_HEAP_OLDOBJECT_LIMIT_FACTOR   | 2.0     | major GC when old objects grow by this    |
  * | RUBY_GC_HEAP_REMEMBERED_WB_UNPROTECTED_OBJECTS_LIMIT_RATIO | 0.01 | old wb-unprotected / old |
  * | MOSAIC_GENERATIONAL                   | 1       | 0: every GC is a major (full) GC          |
@@ -41,6 +43,9 @@ mosaic_params_defaults(struct mosaic_params *params)
     params->malloc_limit_min = 16 * 1024 * 1024;
     params->malloc_limit_max = 32 * 1024 * 1024;
     params->malloc_limit_growth_factor = 1.4;
+    params->oldmalloc_limit_min = 16 * 1024 * 1024;
+    params->oldmalloc_limit_max = 128 * 1024 * 1024;
+    params->oldmalloc_limit_growth_factor = 1.2;
     params->allow_full_mark = true;
     params->generational = true;
     params->oldobject_limit_factor = 2.0;
@@ -132,6 +137,11 @@ mosaic_params_from_env(struct mosaic_params *params)
     if (params->malloc_limit_max < params->malloc_limit_min) params->malloc_limit_max = params->malloc_limit_min;
     env_double("RUBY_GC_MALLOC_LIMIT_GROWTH_FACTOR", &params->malloc_limit_growth_factor, 1.0, 0.0, false);
 
+    env_size("RUBY_GC_OLDMALLOC_LIMIT", &params->oldmalloc_limit_min, 0);
+    env_size("RUBY_GC_OLDMALLOC_LIMIT_MAX", &params->oldmalloc_limit_max, 0);
+    if (params->oldmalloc_limit_max == 0) params->oldmalloc_limit_max = SIZE_MAX;
+    if (params->oldmalloc_limit_max < params->oldmalloc_limit_min) params->oldmalloc_limit_max = params->oldmalloc_limit_min;
+    env_double("RUBY_GC_OLDMALLOC_LIMIT_GROWTH_FACTOR", &params->oldmalloc_limit_growth_factor, 1.0, 0.0, false);
     env_double("RUBY_GC_HEAP_OLDOBJECT_LIMIT_FACTOR", &params->oldobject_limit_factor, 0.0, 0.0, true);
     env_double("RUBY_GC_HEAP_REMEMBERED_WB_UNPROTECTED_OBJECTS_LIMIT_RATIO",
                &params->wb_unprotected_limit_ratio, 0.0, 0.0, true);

@@ -240,6 +240,8 @@ rb_gc_impl_shutdown_call_finalizer(void *objspace_ptr)
         struct mosaic_page *page = objspace->sorted_pages[p];
         for (size_t i = 0; i < page->total_slots; i++) {
             VALUE obj = (VALUE)(page->start + i * page->slot_size);
+            /* Zombies (some made by the sweep just finished) are finalized below, once. */
+            if (RB_BUILTIN_TYPE(obj) == T_ZOMBIE) continue;
             if (rb_gc_shutdown_call_finalizer_p(obj)) {
                 rb_gc_obj_free_vm_weak_references(obj);
                 if (rb_gc_obj_free(objspace, obj)) RBASIC(obj)->flags = 0;

@@ -2,8 +2,9 @@
  * malloc.c: accounting of the memory CRuby mallocs through the GC (xmalloc and friends).
  *
  * Owns: rb_gc_impl_malloc/calloc/realloc/free/adjust_memory_usage's logic: the system
- * allocator does the work; every byte is added to (or taken from) malloc_increase, and
- * crossing malloc_limit triggers a collection (pace.c sets the limit).
+ * allocator does the work; every byte is added to (or taken from) malloc_increase (since the
+ * latest GC) and oldmalloc_increase (since the latest major GC); crossing malloc_limit
+ * triggers a collection, crossing oldmalloc_limit makes the next one major (pace.c).
  *
  * Invariants:
  *  - These functions may run without the GVL, on any thread: malloc_increase is updated
@@ -34,6 +35,12 @@ mosaic_malloc_decrease(mosaic_objspace_t *objspace, size_t size)
         if (__atomic_compare_exchange_n(&objspace->malloc_increase, &cur, next, false,
                                         __ATOMIC_RELAXED, __ATOMIC_RELAXED)) break;
     }
+    for (;;) {
+        size_t cur = __atomic_load_n(&objspace->oldmalloc_increase, __ATOMIC_RELAXED);
+        size_t next = cur > size ? cur - size : 0;
+        if (__atomic_compare_exchange_n(&objspace->oldmalloc_increase, &cur, next, false,
+                                        __ATOMIC_RELAXED, __ATOMIC_RELAXED)) break;
+    }
 }
 
 static bool
@@ -48,6 +55,7 @@ mosaic_malloc_increase(mosaic_objspace_t *objspace, size_t size, bool may_collec
 {
     if (!objspace || size == 0) return;
     size_t now = __atomic_add_fetch(&objspace->malloc_increase, size, __ATOMIC_RELAXED);
+    __atomic_add_fetch(&objspace->oldmalloc_increase, size, __ATOMIC_RELAXED);
     if (now > objspace->malloc_limit && !objspace->during_gc) {
         if (may_collect && can_collect_here(objspace)) {
             mosaic_collect(objspace, MOSAIC_REASON_MALLOC);

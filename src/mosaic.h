@@ -75,9 +75,11 @@ enum mosaic_reason {
     MOSAIC_REASON_MAJOR_FORCE     = 1 << 10,
     MOSAIC_REASON_MAJOR_OLDGEN    = 1 << 11,
     MOSAIC_REASON_MAJOR_SHADY     = 1 << 12,
+    MOSAIC_REASON_MAJOR_OLDMALLOC = 1 << 13,
 };
 #define MOSAIC_REASON_MAJOR_MASK (MOSAIC_REASON_MAJOR_NOFREE | MOSAIC_REASON_MAJOR_FORCE | \
-                                  MOSAIC_REASON_MAJOR_OLDGEN | MOSAIC_REASON_MAJOR_SHADY)
+                                  MOSAIC_REASON_MAJOR_OLDGEN | MOSAIC_REASON_MAJOR_SHADY | \
+                                  MOSAIC_REASON_MAJOR_OLDMALLOC)
 
 /* A young object becomes old when a collection marks it for the MOSAIC_OLD_AGE-th time. */
 #define MOSAIC_OLD_AGE 3
@@ -185,6 +187,9 @@ struct mosaic_params {
     size_t malloc_limit_min;
     size_t malloc_limit_max;
     double malloc_limit_growth_factor;
+    size_t oldmalloc_limit_min;
+    size_t oldmalloc_limit_max;
+    double oldmalloc_limit_growth_factor;
     bool allow_full_mark;            /* GC.config(rgengc_allow_full_mark:); stored, see config.c */
     bool verify_after_gc;            /* MOSAIC_VERIFY=1: run the heap checker after every GC */
     bool generational;               /* MOSAIC_GENERATIONAL=0 turns minor GCs off */
@@ -274,6 +279,8 @@ typedef struct mosaic_objspace {
     /* Malloc accounting. */
     size_t malloc_increase;          /* atomic */
     size_t malloc_limit;
+    size_t oldmalloc_increase;       /* atomic; bytes malloc'd since the latest major GC */
+    size_t oldmalloc_limit;
 
     struct mosaic_params params;
     struct mosaic_stats stats;

@@ -22,6 +22,12 @@
  * minor GC after which a class has too little free room asks for one too (:nofree), unless a
  * major GC ran within the last MOSAIC_OLD_AGE collections (then the class just grows).
  *
+ * Old malloc pacing (generations): oldmalloc_increase counts bytes malloc'd since the latest
+ * major GC (minus bytes freed): mostly buffers that only a major GC can free once their old
+ * owners die. A minor GC that finds it above oldmalloc_limit asks for a major GC
+ * (:oldmalloc). At each major GC the limit becomes the increase * 1.2 if it was crossed, else
+ * decays, within [16 MiB, 128 MiB] (RUBY_GC_OLDMALLOC_LIMIT*), as in the default GC.
+ *
  * Malloc pacing: malloc_increase counts bytes malloc'd since the last GC (minus bytes freed);
  * crossing malloc_limit triggers a GC. At each GC the limit grows by
  * malloc_limit_growth_factor if it was crossed, else decays by 2%, within [min, max].
@@ -35,6 +41,7 @@ mosaic_pace_init(mosaic_objspace_t *objspace)
         objspace->heaps[i].allocatable_slots = objspace->params.heap_init_slots[i];
     }
     objspace->malloc_limit = objspace->params.malloc_limit_min;
+    objspace->oldmalloc_limit = objspace->params.oldmalloc_limit_min;
 }
 
 static void
@@ -114,10 +121,30 @@ mosaic_pace_after_mark(mosaic_objspace_t *objspace)
     if (objspace->allocatable_bytes < shared_grow_bytes) objspace->allocatable_bytes = shared_grow_bytes;
 }
 
-/* Called at the start of each collection. */
+/* Called at the start of each collection, once it is known to be minor or major. */
 void
 mosaic_pace_malloc_limit(mosaic_objspace_t *objspace)
 {
+    const struct mosaic_params *gparams = &objspace->params;
+    if (objspace->generational) {
+        size_t old_inc = __atomic_load_n(&objspace->oldmalloc_increase, __ATOMIC_RELAXED);
+        if (objspace->full_mark) {
+            if (old_inc > objspace->oldmalloc_limit) {
+                double next = old_inc * gparams->oldmalloc_limit_growth_factor;
+                objspace->oldmalloc_limit = next > gparams->oldmalloc_limit_max ? gparams->oldmalloc_limit_max : (size_t)next;
+            }
+            else {
+                size_t next = (size_t)(objspace->oldmalloc_limit /
+                                       ((gparams->oldmalloc_limit_growth_factor - 1) / 10 + 1));
+                objspace->oldmalloc_limit = next < gparams->oldmalloc_limit_min ? gparams->oldmalloc_limit_min : next;
+            }
+            __atomic_store_n(&objspace->oldmalloc_increase, 0, __ATOMIC_RELAXED);
+        }
+        else if (old_inc > objspace->oldmalloc_limit) {
+            objspace->need_major |= MOSAIC_REASON_MAJOR_OLDMALLOC;
+        }
+    }
+
     const struct mosaic_params *params = &objspace->params;
     size_t inc = __atomic_exchange_n(&objspace->malloc_increase, 0, __ATOMIC_RELAXED);
 

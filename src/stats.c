@@ -94,8 +94,8 @@ mosaic_stat(mosaic_objspace_t *objspace, VALUE hash_or_sym)
     SET("remembered_wb_unprotected_objects_limit", objspace->old_wb_unprotected_limit);
     SET("old_objects", objspace->old_objects);
     SET("old_objects_limit", objspace->old_objects_limit);
-    SET("oldmalloc_increase_bytes", 0);
-    SET("oldmalloc_increase_bytes_limit", 0);
+    SET("oldmalloc_increase_bytes", objspace->oldmalloc_increase);
+    SET("oldmalloc_increase_bytes_limit", objspace->oldmalloc_limit);
 #undef SET
 
     if (!NIL_P(key)) return Qundef;  /* unknown key: GC.stat raises ArgumentError */
@@ -158,6 +158,7 @@ major_reason_sym(unsigned int flags)
     return (flags & MOSAIC_REASON_MAJOR_NOFREE) ? sym("nofree")
          : (flags & MOSAIC_REASON_MAJOR_OLDGEN) ? sym("oldgen")
          : (flags & MOSAIC_REASON_MAJOR_SHADY) ? sym("shady")
+         : (flags & MOSAIC_REASON_MAJOR_OLDMALLOC) ? sym("oldmalloc")
          : (flags & MOSAIC_REASON_MAJOR_FORCE) ? sym("force") : Qnil;
 }
 

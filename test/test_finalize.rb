@@ -59,4 +59,15 @@ class TestMosaicFinalize < Test::Unit::TestCase
       GC.verify_internal_consistency
     RUBY
   end
+
+  # Regression (found by CRuby's TestRubyOptions#test_free_at_exit_env_var under Mosaic):
+  # finishing a lazy sweep at exit made new zombies (garbage Files), and the exit-time pass
+  # then called rb_gc_obj_free on them a second time ([BUG] unknown data type 0x1d).
+  def test_free_at_exit_with_pending_zombies
+    env = { "RUBY_GC_LIBRARY" => LIB_NAME, "RUBY_FREE_AT_EXIT" => "1" }
+    code = '1000.times { File.open("/dev/null") }; GC.start(immediate_sweep: false)'
+    _out, err, status = EnvUtil.invoke_ruby([env, "-W0", "-e", code], "", true, true)
+    assert_predicate status, :success?, err
+    assert_not_match(/\[BUG\]/, err)
+  end
 end

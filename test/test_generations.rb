@@ -34,7 +34,7 @@ class TestMosaicGenerations < Test::Unit::TestCase
       class Holder; attr_accessor :x; end
       ary, hash, str_ary, holder, pair = [], {}, [], Holder.new, Pair.new
       wm = ObjectSpace::WeakMap.new
-      keys = []
+      keys, values = [], []   # WeakMap holds both weakly: keep both alive
       4.times { GC.start }   # all of the containers are old now
       50.times do |round|
         ary << "a#{round}"
@@ -43,8 +43,10 @@ class TestMosaicGenerations < Test::Unit::TestCase
         holder.x = { round => "h#{round}" }
         pair.b = [round]
         k = "wk#{round}"
+        v = "wv#{round}"
         keys << k
-        wm[k] = "wv#{round}"
+        values << v
+        wm[k] = v
         20_000.times { [] }    # young garbage: minor GCs in between
       end
       assert_operator GC.stat(:minor_gc_count), :>, 5
