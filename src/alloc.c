@@ -39,16 +39,7 @@ cache_flush_counts(mosaic_objspace_t *objspace, struct mosaic_cache *cache)
     }
 }
 
-void
-mosaic_cache_free(mosaic_objspace_t *objspace, struct mosaic_cache *cache)
-{
-    unsigned int lev = rb_gc_vm_lock();
-    cache_flush_counts(objspace, cache);
-    objspace->live_ractor_cache_count--;
-    rb_gc_vm_unlock(lev);
-    free(cache);
-}
-
+/* Hands every free slot the cache still holds back to its page (VM lock held). */
 static void
 cache_clear_i(void *cache_ptr, void *data)
 {
@@ -65,6 +56,17 @@ cache_clear_i(void *cache_ptr, void *data)
         page->freelist = head;
         cache->heaps[i].freelist = NULL;
     }
+}
+
+/* A Ractor ends: its free slots go back to their pages, not into a leak. */
+void
+mosaic_cache_free(mosaic_objspace_t *objspace, struct mosaic_cache *cache)
+{
+    unsigned int lev = rb_gc_vm_lock();
+    cache_clear_i(cache, objspace);
+    objspace->live_ractor_cache_count--;
+    rb_gc_vm_unlock(lev);
+    free(cache);
 }
 
 /* Called with the world stopped (or the VM lock held and no allocation possible). */
