@@ -25,22 +25,23 @@
 
 int ruby_thread_has_gvl_p(void);
 
+/* *counter -= size, stopping at 0 (frees may be reported for bytes counted before a reset). */
+static void
+atomic_sub_to_zero(size_t *counter, size_t size)
+{
+    size_t cur = __atomic_load_n(counter, __ATOMIC_RELAXED);
+    for (;;) {
+        size_t next = cur > size ? cur - size : 0;
+        if (__atomic_compare_exchange_n(counter, &cur, next, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) return;
+    }
+}
+
 void
 mosaic_malloc_decrease(mosaic_objspace_t *objspace, size_t size)
 {
     if (!objspace || size == 0) return;
-    for (;;) {
-        size_t cur = __atomic_load_n(&objspace->malloc_increase, __ATOMIC_RELAXED);
-        size_t next = cur > size ? cur - size : 0;
-        if (__atomic_compare_exchange_n(&objspace->malloc_increase, &cur, next, false,
-                                        __ATOMIC_RELAXED, __ATOMIC_RELAXED)) break;
-    }
-    for (;;) {
-        size_t cur = __atomic_load_n(&objspace->oldmalloc_increase, __ATOMIC_RELAXED);
-        size_t next = cur > size ? cur - size : 0;
-        if (__atomic_compare_exchange_n(&objspace->oldmalloc_increase, &cur, next, false,
-                                        __ATOMIC_RELAXED, __ATOMIC_RELAXED)) break;
-    }
+    atomic_sub_to_zero(&objspace->malloc_increase, size);
+    atomic_sub_to_zero(&objspace->oldmalloc_increase, size);
 }
 
 static bool
