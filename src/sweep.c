@@ -24,7 +24,6 @@
 struct sweep_result {
     size_t freed;
     size_t empty;      /* T_NONE slots found */
-    size_t final;      /* new zombies */
 };
 
 static inline void
@@ -39,11 +38,8 @@ free_one(mosaic_objspace_t *objspace, VALUE obj, struct sweep_result *res, bool 
         RBASIC(obj)->flags = 0;
         res->freed++;
     }
-    else {
-        /* rb_gc_obj_free made it a zombie (counted by mosaic_zombie_push); it keeps its
-         * slot until its finalizer has run. */
-        res->final++;
-    }
+    /* Otherwise rb_gc_obj_free made it a zombie (counted by mosaic_zombie_push); it keeps
+     * its slot until its finalizer has run. */
 }
 
 /* A freed slot keeps no GC state: the next object there starts young and protected. */
@@ -61,7 +57,7 @@ clear_slot_bits(struct mosaic_page *page, size_t bit)
 static size_t
 page_sweep(mosaic_objspace_t *objspace, struct mosaic_page *page)
 {
-    struct sweep_result res = { 0, 0, 0 };
+    struct sweep_result res = { 0, 0 };
     bool hook = objspace->hook_events & RUBY_INTERNAL_EVENT_FREEOBJ;
     size_t slot_size = page->slot_size;
     size_t step = slot_size / MOSAIC_BASE_SLOT_SIZE;
