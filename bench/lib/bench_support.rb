@@ -39,16 +39,17 @@ module Bench
       puts format("  %-28s %12s %s", name, shown, unit)
     end
 
-    # Iterations per second of the block, run for about `seconds` (after a short warm-up).
-    def ips(name, seconds: size(3.0, 0.6), batch: 10_000, &blk)
+    # Rate of the block, run for about `seconds` (after a warm-up of one batch): calls per
+    # second, times `per_call` when each call handles several items (reported in `unit`).
+    def ips(name, seconds: size(3.0, 0.6), batch: 10_000, per_call: 1, unit: "i/s", &blk)
       batch.times(&blk) # warm-up
       iters = 0
       start = now
-      while (elapsed = now - start) < seconds
+      while now - start < seconds
         batch.times(&blk)
         iters += batch
       end
-      figure(name, iters / (now - start), "i/s")
+      figure(name, iters * per_call / (now - start), unit)
     end
 
     # p50/p90/p99/p100 of a list of seconds, reported in ms (lower is better).

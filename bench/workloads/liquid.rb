@@ -110,22 +110,9 @@ seconds = Bench.size(4.0, 1.0)
 parsed = TEMPLATES.transform_values(&parse)
 parsed.each_value(&render) # warm-up and sanity check
 
-rounds = 0
-t = Bench.time do
-  deadline = Bench.now + seconds
-  while Bench.now < deadline
-    TEMPLATES.each_value(&parse)
-    rounds += 1
-  end
+Bench.ips("parse", seconds: seconds, batch: 1, per_call: TEMPLATES.size, unit: "templates/s") do
+  TEMPLATES.each_value(&parse)
 end
-Bench.figure("parse", rounds * TEMPLATES.size / t, "templates/s")
-
-rounds = 0
-t = Bench.time do
-  deadline = Bench.now + seconds
-  while Bench.now < deadline
-    parsed.each_value(&render)
-    rounds += 1
-  end
+Bench.ips("render", seconds: seconds, batch: 1, per_call: TEMPLATES.size, unit: "templates/s") do
+  parsed.each_value(&render)
 end
-Bench.figure("render", rounds * TEMPLATES.size / t, "templates/s")
