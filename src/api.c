@@ -31,7 +31,6 @@ rb_gc_impl_objspace_init(void *objspace_ptr)
     clock_gettime(CLOCK_MONOTONIC, &objspace->stats.boot_time);
 
     mosaic_params_defaults(&objspace->params);
-    objspace->generational = objspace->params.generational;
     mosaic_heap_init(objspace);
     mosaic_pace_init(objspace);
     mosaic_objid_init(objspace);
@@ -69,7 +68,6 @@ rb_gc_impl_set_params(void *objspace_ptr)
 {
     mosaic_objspace_t *objspace = objspace_ptr;
     mosaic_params_from_env(&objspace->params);
-    objspace->generational = objspace->params.generational;
     mosaic_pace_init(objspace);
 }
 

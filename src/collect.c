@@ -88,7 +88,7 @@ mosaic_collect(mosaic_objspace_t *objspace, unsigned int reason)
         if (!(mode & 2)) reason |= MOSAIC_REASON_IMMEDIATE_SWEEP;
     }
     if (!objspace->params.allow_full_mark && !(reason & MOSAIC_REASON_METHOD)) full = false;
-    if (!objspace->generational) full = true;
+    if (!objspace->params.generational) full = true;
 
     /* A heap walk (each_objects) must never see unswept garbage: sweep now. */
     if (objspace->heap_walk_depth > 0) reason |= MOSAIC_REASON_IMMEDIATE_SWEEP;

@@ -176,7 +176,7 @@ mosaic_config_get(mosaic_objspace_t *objspace)
     rb_hash_aset(hash, SYM("malloc_limit_max"), SIZET2NUM(p->malloc_limit_max));
     rb_hash_aset(hash, SYM("malloc_limit_growth_factor"), DBL2NUM(p->malloc_limit_growth_factor));
     rb_hash_aset(hash, SYM("verify_after_gc"), RBOOL(p->verify_after_gc));
-    rb_hash_aset(hash, SYM("generational"), RBOOL(objspace->generational));
+    rb_hash_aset(hash, SYM("generational"), RBOOL(objspace->params.generational));
     rb_hash_aset(hash, SYM("oldobject_limit_factor"), DBL2NUM(p->oldobject_limit_factor));
     return hash;
 }

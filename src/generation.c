@@ -36,7 +36,7 @@ mosaic_remember(mosaic_objspace_t *objspace, VALUE obj)
 void
 mosaic_writebarrier(mosaic_objspace_t *objspace, VALUE a, VALUE b)
 {
-    if (RB_SPECIAL_CONST_P(b) || !objspace->generational) return;
+    if (RB_SPECIAL_CONST_P(b) || !objspace->params.generational) return;
     if (!mosaic_old_p(a) || mosaic_old_p(b)) return;
     mosaic_remember(objspace, a);
 }
@@ -55,7 +55,7 @@ mosaic_writebarrier_unprotect(mosaic_objspace_t *objspace, VALUE obj)
 void
 mosaic_writebarrier_remember(mosaic_objspace_t *objspace, VALUE obj)
 {
-    if (RB_SPECIAL_CONST_P(obj) || !objspace->generational) return;
+    if (RB_SPECIAL_CONST_P(obj) || !objspace->params.generational) return;
     if (mosaic_old_p(obj)) mosaic_remember(objspace, obj);
 }
 
@@ -116,7 +116,7 @@ mosaic_generation_count(mosaic_objspace_t *objspace)
 void
 mosaic_promote_all(mosaic_objspace_t *objspace)
 {
-    if (!objspace->generational) return;
+    if (!objspace->params.generational) return;
     for (size_t p = 0; p < objspace->sorted_count; p++) {
         struct mosaic_page *page = objspace->sorted_pages[p];
         for (size_t i = 0; i < page->total_slots; i++) {

@@ -71,7 +71,7 @@ mosaic_mark_stack_free(struct mosaic_mark_stack *stack)
 /* ======================================================= mark entries */
 
 static inline void
-age_and_promote(mosaic_objspace_t *objspace, struct mosaic_page *page, size_t bit)
+age_and_promote(struct mosaic_page *page, size_t bit)
 {
     bool a0 = mosaic_bit_test(page->age0_bits, bit);
     bool a1 = mosaic_bit_test(page->age1_bits, bit);
@@ -112,7 +112,7 @@ mosaic_mark(mosaic_objspace_t *objspace, VALUE obj, bool pin)
         mosaic_bit_set(page->mark_bits, bit);
         page->heap->marked_slots++;
         objspace->stats.marked_slots++;
-        if (objspace->generational) age_and_promote(objspace, page, bit);
+        if (objspace->params.generational) age_and_promote(page, bit);
         mark_stack_push(&objspace->mark_stack, obj);
     }
 
@@ -192,7 +192,7 @@ mark_drain(mosaic_objspace_t *objspace)
     VALUE obj;
     while (mark_stack_pop(&objspace->mark_stack, &obj)) {
         objspace->mark_parent = obj;
-        objspace->mark_parent_old = objspace->generational && mosaic_old_p(obj);
+        objspace->mark_parent_old = objspace->params.generational && mosaic_old_p(obj);
         rb_gc_mark_children(objspace, obj);
     }
     objspace->mark_parent = Qfalse;
@@ -249,6 +249,6 @@ mosaic_mark_phase(mosaic_objspace_t *objspace, bool full)
 
     update_weak_references(objspace);
     objspace->marking = false;
-    if (objspace->generational) mosaic_generation_count(objspace);
+    if (objspace->params.generational) mosaic_generation_count(objspace);
     rb_ractor_finish_marking();
 }

@@ -192,7 +192,7 @@ struct mosaic_params {
     double oldmalloc_limit_growth_factor;
     bool allow_full_mark;            /* GC.config(rgengc_allow_full_mark:); stored, see config.c */
     bool verify_after_gc;            /* MOSAIC_VERIFY=1: run the heap checker after every GC */
-    bool generational;               /* MOSAIC_GENERATIONAL=0 turns minor GCs off */
+    bool generational;               /* MOSAIC_GENERATIONAL=0 turns minor GCs off (boot only) */
     double oldobject_limit_factor;
     double wb_unprotected_limit_ratio;
 };
@@ -253,8 +253,7 @@ typedef struct mosaic_objspace {
     VALUE mark_parent;               /* object whose children are being marked (or Qfalse) */
     bool mark_parent_old;
 
-    /* Generations (generation.c, pace.c). */
-    bool generational;
+    /* Generations (generation.c, pace.c); whether they are on is params.generational. */
     unsigned int need_major;         /* MOSAIC_REASON_MAJOR_* for the next collection */
     size_t old_objects;
     size_t old_objects_limit;

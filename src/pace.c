@@ -12,8 +12,9 @@
  *   if free > total * free_slots_max_ratio:      let the sweep return the surplus of empty
  *       pages to the OS (freeable_pages), never below the class's init slots
  * A class that runs out of free slots and of budget triggers the next collection. A class
- * below its init slots always keeps the budget to reach them, and never shrinks below them, so a small program never collects before it has
- * allocated that many objects of the class (RUBY_GC_HEAP_<i>_INIT_SLOTS).
+ * below its init slots always keeps the budget to reach them, and never shrinks below them,
+ * so a small program never collects before it has allocated that many objects of the class
+ * (RUBY_GC_HEAP_<i>_INIT_SLOTS).
  *
  * Generations: after a major GC, old_objects_limit = old_objects * oldobject_limit_factor (2.0)
  * and the limit for old wb-unprotected objects (traced by every minor GC) is
@@ -48,7 +49,7 @@ static void
 pace_generations(mosaic_objspace_t *objspace)
 {
     const struct mosaic_params *params = &objspace->params;
-    if (!objspace->generational) return;
+    if (!objspace->params.generational) return;
 
     if (objspace->full_mark) {
         objspace->old_objects_limit = (size_t)(objspace->old_objects * params->oldobject_limit_factor);
@@ -85,11 +86,12 @@ mosaic_pace_after_mark(mosaic_objspace_t *objspace)
         size_t floor_budget = total < init ? init - total : 0;
 
         size_t min_free = (size_t)(total * params->free_slots_min_ratio);
-        if (free < min_free && !objspace->full_mark && objspace->generational &&
+        if (free < min_free && !objspace->full_mark && objspace->params.generational &&
                 objspace->stats.count - objspace->last_major_count >= MOSAIC_OLD_AGE) {
             /* Old garbage may be what fills the class: collect it before growing much. */
             objspace->need_major |= MOSAIC_REASON_MAJOR_NOFREE;
         }
+        size_t max_free = (size_t)(total * params->free_slots_max_ratio);
         if (free < min_free || total == 0) {
             size_t grow = (size_t)(total * (params->growth_factor - 1.0));
             if (params->free_slots_goal_ratio > 0.0) {
@@ -101,22 +103,15 @@ mosaic_pace_after_mark(mosaic_objspace_t *objspace)
             }
             if (grow < heap->slots_per_page) grow = heap->slots_per_page;
             shared_grow_bytes += (grow + heap->slots_per_page - 1) / heap->slots_per_page * MOSAIC_PAGE_SIZE;
-            if (heap->allocatable_slots < floor_budget) heap->allocatable_slots = floor_budget;
-            continue;
         }
-
-        size_t max_free = (size_t)(total * params->free_slots_max_ratio);
-        if (free > max_free) {
+        else if (free > max_free) {
             size_t surplus = free - max_free;
-            size_t keep_slots = params->heap_init_slots[i];
-            if (total - surplus < keep_slots) surplus = total > keep_slots ? total - keep_slots : 0;
+            if (total - surplus < init) surplus = total > init ? total - init : 0;
             heap->freeable_pages = surplus / heap->slots_per_page;
-            /* Shrinking: no budget to grow before the next collection (beyond init slots). */
-            heap->allocatable_slots = floor_budget;
+            /* Shrinking: no budget of its own beyond the init-slot floor below. */
+            heap->allocatable_slots = 0;
         }
-        else if (heap->allocatable_slots < floor_budget) {
-            heap->allocatable_slots = floor_budget;
-        }
+        if (heap->allocatable_slots < floor_budget) heap->allocatable_slots = floor_budget;
     }
     if (objspace->allocatable_bytes < shared_grow_bytes) objspace->allocatable_bytes = shared_grow_bytes;
 }
@@ -125,18 +120,18 @@ mosaic_pace_after_mark(mosaic_objspace_t *objspace)
 void
 mosaic_pace_malloc_limit(mosaic_objspace_t *objspace)
 {
-    const struct mosaic_params *gparams = &objspace->params;
-    if (objspace->generational) {
+    const struct mosaic_params *params = &objspace->params;
+    if (objspace->params.generational) {
         size_t old_inc = __atomic_load_n(&objspace->oldmalloc_increase, __ATOMIC_RELAXED);
         if (objspace->full_mark) {
             if (old_inc > objspace->oldmalloc_limit) {
-                double next = old_inc * gparams->oldmalloc_limit_growth_factor;
-                objspace->oldmalloc_limit = next > gparams->oldmalloc_limit_max ? gparams->oldmalloc_limit_max : (size_t)next;
+                double next = old_inc * params->oldmalloc_limit_growth_factor;
+                objspace->oldmalloc_limit = next > params->oldmalloc_limit_max ? params->oldmalloc_limit_max : (size_t)next;
             }
             else {
                 size_t next = (size_t)(objspace->oldmalloc_limit /
-                                       ((gparams->oldmalloc_limit_growth_factor - 1) / 10 + 1));
-                objspace->oldmalloc_limit = next < gparams->oldmalloc_limit_min ? gparams->oldmalloc_limit_min : next;
+                                       ((params->oldmalloc_limit_growth_factor - 1) / 10 + 1));
+                objspace->oldmalloc_limit = next < params->oldmalloc_limit_min ? params->oldmalloc_limit_min : next;
             }
             __atomic_store_n(&objspace->oldmalloc_increase, 0, __ATOMIC_RELAXED);
         }
@@ -145,7 +140,6 @@ mosaic_pace_malloc_limit(mosaic_objspace_t *objspace)
         }
     }
 
-    const struct mosaic_params *params = &objspace->params;
     size_t inc = __atomic_exchange_n(&objspace->malloc_increase, 0, __ATOMIC_RELAXED);
 
     if (inc > objspace->malloc_limit) {

@@ -105,7 +105,7 @@ verify_page(struct verify_ctx *ctx, struct mosaic_page *page, size_t *live, size
         (*live)++;
         size_t bit = mosaic_bit_index(obj);
         ctx->parent = obj;
-        ctx->parent_needs_barrier = ctx->objspace->generational &&
+        ctx->parent_needs_barrier = ctx->objspace->params.generational &&
             mosaic_bit_test(page->old_bits, bit) &&
             !mosaic_bit_test(page->wb_unprotected_bits, bit) &&
             !mosaic_bit_test(page->remembered_bits, bit);
