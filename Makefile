@@ -43,7 +43,7 @@ SRCS := $(wildcard src/*.c)
 OBJS := $(patsubst src/%.c,$(BUILD)/%.o,$(SRCS))
 LIB := $(BUILD)/librubygc.mosaic.so
 
-.PHONY: all toolchain lib install env test test-unit test-gates test-all-full demo bench clean
+.PHONY: all toolchain lib install install-check env test test-unit test-gates test-all-full demo bench clean
 
 all: install
 
@@ -70,6 +70,14 @@ install: $(LIB)
 	@# Copy then rename: processes that have the old library mapped keep their inode.
 	@cp $(LIB) $(GC_DIR)/.librubygc.mosaic.so.tmp && mv -f $(GC_DIR)/.librubygc.mosaic.so.tmp $(GC_DIR)/librubygc.mosaic.so
 	@echo "installed $(GC_DIR)/librubygc.mosaic.so ($(VARIANT)$(if $(SAN), asan,))"
+
+# The checking build installed beside the release one, as librubygc.mosaic_check.so
+# (RUBY_GC_LIBRARY=mosaic_check; GC.config[:implementation] still says "mosaic").
+install-check:
+	@$(MAKE) --no-print-directory CHECK=1 lib
+	@mkdir -p $(GC_DIR)
+	@cp build/check/librubygc.mosaic.so $(GC_DIR)/.librubygc.mosaic_check.so.tmp && mv -f $(GC_DIR)/.librubygc.mosaic_check.so.tmp $(GC_DIR)/librubygc.mosaic_check.so
+	@echo "installed $(GC_DIR)/librubygc.mosaic_check.so (check)"
 
 env:
 	@$(TOOLCHAIN) env

@@ -179,9 +179,10 @@ new_obj_slow_checks(mosaic_objspace_t *objspace)
     if (objspace->gc_stress && !objspace->dont_gc) {
         mosaic_collect(objspace, MOSAIC_REASON_STRESS);
     }
-    else if (objspace->malloc_gc_pending && !objspace->dont_gc) {
+    else if (objspace->malloc_gc_pending) {
+        /* Cleared even while GC is disabled, so allocation leaves the slow path. */
         objspace->malloc_gc_pending = false;
-        mosaic_collect(objspace, MOSAIC_REASON_MALLOC);
+        if (!objspace->dont_gc) mosaic_collect(objspace, MOSAIC_REASON_MALLOC);
     }
 }
 
@@ -218,8 +219,9 @@ mosaic_new_obj(mosaic_objspace_t *objspace, struct mosaic_cache *cache, VALUE kl
     }
 
     if (!wb_protected) {
-        struct mosaic_page *page = mosaic_page_of((VALUE)p);
-        mosaic_bit_set(page->wb_unprotected_bits, mosaic_bit_index((VALUE)p));
+        /* Atomic: another Ractor may set a bit of the same word at the same time
+         * (rb_gc_writebarrier_unprotect on an object of this page it can reach). */
+        mosaic_writebarrier_unprotect(objspace, (VALUE)p);
     }
     return (VALUE)p;
 }

@@ -99,6 +99,7 @@ rb_gc_impl_init(void)
     OBJ_FREEZE(opts);
     rb_define_const(rb_mGC, "OPTS", opts);
 
+    mosaic_stats_init();
     mosaic_define_verify();
     mosaic_define_profiler();
 
@@ -174,7 +175,10 @@ rb_gc_impl_prepare_heap(void *objspace_ptr)
 
     /* Process.warmup: what survived is long-lived: make it old, so the forked children's
      * minor GCs neither trace it nor write to its pages; give empty pages back. */
+    /* The barrier, not just the lock: other Ractors allocate from their caches without the
+     * lock, so only stopping them makes it safe to take their caches' slots back. */
     unsigned int lev = rb_gc_vm_lock();
+    rb_gc_vm_barrier();
     mosaic_caches_clear(objspace);
     mosaic_promote_all(objspace);
     mosaic_heap_release_empty_pages(objspace);
@@ -365,6 +369,11 @@ rb_gc_impl_before_fork(void *objspace_ptr)
 void
 rb_gc_impl_after_fork(void *objspace_ptr, rb_pid_t pid)
 {
+    /* In the child only the forking thread survives. Until rb_thread_atfork (which runs
+     * after this) makes its Ractor the only one, the other Ractors' caches are still listed:
+     * they hand back their free slots and allocation counts now, or those slots would stay
+     * off every freelist, uncounted, for the child's whole life. */
+    if (pid == 0) mosaic_caches_clear(objspace_ptr);
 }
 
 /* =========================================================== statistics */

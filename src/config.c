@@ -3,8 +3,11 @@
  *
  * Environment variables are read once at boot (rb_gc_impl_set_params). RUBY_GC_* names are
  * honoured where they mean what they mean in CRuby's default GC; MOSAIC_* names are Mosaic's
- * own. A value that does not parse, or is out of range, is reported on stderr and the default
- * is kept. With -w (verbose), every accepted value is echoed in the default GC's format.
+ * own. A value that does not parse, is not finite, or is out of range, is reported on stderr
+ * and the default is kept; a size above MOSAIC_SIZE_MAX is taken as MOSAIC_SIZE_MAX. With -w
+ * (verbose), every accepted value is echoed in the default GC's format. GC.config raises
+ * instead (TypeError for a key that is not a Symbol or a value that is not a number,
+ * ArgumentError for a value out of range) and then changes nothing.
  *
  * | variable                              | default | meaning                                   |
  * |---------------------------------------|---------|-------------------------------------------|
@@ -25,6 +28,7 @@
  * | MOSAIC_VERIFY                         | 0       | 1: verify the heap after every GC (slow)  |
  */
 #include <ctype.h>
+#include <math.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -80,6 +84,7 @@ env_size(const char *name, size_t *value, size_t lower_bound)
         return false;
     }
     size_t val = (size_t)v * unit;
+    if (val > MOSAIC_SIZE_MAX) val = MOSAIC_SIZE_MAX;  /* as large as GC.stat reports a size */
     if (val < lower_bound) {
         fprintf(stderr, "[mosaic] %s=%zu is ignored because it must be at least %zu (keeping %zu)\n",
                 name, val, lower_bound, *value);
@@ -100,7 +105,7 @@ env_double(const char *name, double *value, double lower, double upper, bool acc
     char *end;
     errno = 0;
     double v = strtod(s, &end);
-    if (*end || errno) {
+    if (*end || errno || !isfinite(v)) {
         fprintf(stderr, "[mosaic] invalid value for %s: %s (keeping %f)\n", name, s, *value);
         return false;
     }
@@ -133,13 +138,13 @@ mosaic_params_from_env(struct mosaic_params *params)
                params->free_slots_min_ratio, params->free_slots_max_ratio, true);
     env_size("RUBY_GC_MALLOC_LIMIT", &params->malloc_limit_min, 0);
     env_size("RUBY_GC_MALLOC_LIMIT_MAX", &params->malloc_limit_max, 0);
-    if (params->malloc_limit_max == 0) params->malloc_limit_max = SIZE_MAX;
+    if (params->malloc_limit_max == 0) params->malloc_limit_max = MOSAIC_SIZE_MAX;
     if (params->malloc_limit_max < params->malloc_limit_min) params->malloc_limit_max = params->malloc_limit_min;
     env_double("RUBY_GC_MALLOC_LIMIT_GROWTH_FACTOR", &params->malloc_limit_growth_factor, 1.0, 0.0, false);
 
     env_size("RUBY_GC_OLDMALLOC_LIMIT", &params->oldmalloc_limit_min, 0);
     env_size("RUBY_GC_OLDMALLOC_LIMIT_MAX", &params->oldmalloc_limit_max, 0);
-    if (params->oldmalloc_limit_max == 0) params->oldmalloc_limit_max = SIZE_MAX;
+    if (params->oldmalloc_limit_max == 0) params->oldmalloc_limit_max = MOSAIC_SIZE_MAX;
     if (params->oldmalloc_limit_max < params->oldmalloc_limit_min) params->oldmalloc_limit_max = params->oldmalloc_limit_min;
     env_double("RUBY_GC_OLDMALLOC_LIMIT_GROWTH_FACTOR", &params->oldmalloc_limit_growth_factor, 1.0, 0.0, false);
     env_double("RUBY_GC_HEAP_OLDOBJECT_LIMIT_FACTOR", &params->oldobject_limit_factor, 0.0, 0.0, true);
@@ -181,64 +186,78 @@ mosaic_config_get(mosaic_objspace_t *objspace)
     return hash;
 }
 
+/* Values GC.config takes: a value that is not a number raises TypeError (NUM2DBL, rb_to_int);
+ * one out of range raises ArgumentError naming the key and the range. */
 static double
-config_ratio(VALUE key, VALUE value, double lower, double upper)
+config_double(VALUE key, VALUE value, double lower, bool lower_inclusive, double upper)
 {
     double v = NUM2DBL(value);
-    if (!(v >= lower && v <= upper)) {
-        rb_raise(rb_eArgError, "GC.config: %"PRIsVALUE" must be between %g and %g, got %g", key, lower, upper, v);
+    bool low_ok = lower_inclusive ? v >= lower : v > lower;
+    if (!(low_ok && v <= upper && isfinite(v))) {
+        rb_raise(rb_eArgError, "GC.config: %"PRIsVALUE" must be %s %g%s and finite, got %g", rb_sym2str(key),
+                 lower_inclusive ? "at least" : "greater than", lower,
+                 upper == 1.0 ? " and at most 1.0" : "", v);
     }
     return v;
 }
 
-static int
-config_set_i(st_data_t key_data, st_data_t value_data, st_data_t data)
+/* A size: an Integer that is not negative; one above MOSAIC_SIZE_MAX is taken as that. */
+static size_t
+config_size(VALUE key, VALUE value)
 {
-    mosaic_objspace_t *objspace = (mosaic_objspace_t *)data;
-    struct mosaic_params *p = &objspace->params;
-    VALUE key = (VALUE)key_data, value = (VALUE)value_data;
-    if (!SYMBOL_P(key)) return ST_CONTINUE;
+    VALUE n = rb_to_int(value);
+    if (FIXNUM_P(n) ? FIX2LONG(n) < 0 : RTEST(rb_funcall(n, rb_intern("negative?"), 0))) {
+        rb_raise(rb_eArgError, "GC.config: %"PRIsVALUE" must not be negative, got %"PRIsVALUE,
+                 rb_sym2str(key), n);
+    }
+    if (!FIXNUM_P(n)) return MOSAIC_SIZE_MAX;
+    size_t v = (size_t)FIX2LONG(n);
+    return v > MOSAIC_SIZE_MAX ? MOSAIC_SIZE_MAX : v;
+}
 
-    ID id = SYM2ID(key);
+struct config_update {
+    struct mosaic_params next;       /* the settings as they will be if every key is good */
+    bool malloc_max_given;
+};
+
+static int
+config_set_i(VALUE key, VALUE value, VALUE data)
+{
+    struct config_update *u = (struct config_update *)data;
+    struct mosaic_params *p = &u->next;
+    /* Keys must be Symbols: like the default GC, anything else raises TypeError. */
+    ID id = rb_sym2id(key);
+
     if (id == rb_intern("rgengc_allow_full_mark")) {
-        mosaic_gc_rest(objspace);
         p->allow_full_mark = RTEST(value);
     }
     else if (id == rb_intern("oldobject_limit_factor")) {
-        double v = NUM2DBL(value);
-        if (!(v >= 0.0)) rb_raise(rb_eArgError, "GC.config: oldobject_limit_factor must be at least 0, got %g", v);
-        p->oldobject_limit_factor = v;
+        p->oldobject_limit_factor = config_double(key, value, 0.0, true, HUGE_VAL);
     }
     else if (id == rb_intern("heap_growth_factor")) {
-        double v = NUM2DBL(value);
-        if (!(v > 1.0)) rb_raise(rb_eArgError, "GC.config: heap_growth_factor must be greater than 1.0, got %g", v);
-        p->growth_factor = v;
+        p->growth_factor = config_double(key, value, 1.0, false, HUGE_VAL);
     }
     else if (id == rb_intern("heap_growth_max_slots")) {
-        p->growth_max_slots = NUM2SIZET(value);
+        p->growth_max_slots = config_size(key, value);
     }
     else if (id == rb_intern("heap_free_slots_min_ratio")) {
-        p->free_slots_min_ratio = config_ratio(key, value, 0.0, p->free_slots_max_ratio);
+        p->free_slots_min_ratio = config_double(key, value, 0.0, true, 1.0);
     }
     else if (id == rb_intern("heap_free_slots_goal_ratio")) {
-        p->free_slots_goal_ratio = config_ratio(key, value, 0.0, 1.0);
+        p->free_slots_goal_ratio = config_double(key, value, 0.0, true, 1.0);
     }
     else if (id == rb_intern("heap_free_slots_max_ratio")) {
-        p->free_slots_max_ratio = config_ratio(key, value, p->free_slots_min_ratio, 1.0);
+        p->free_slots_max_ratio = config_double(key, value, 0.0, true, 1.0);
     }
     else if (id == rb_intern("malloc_limit_min")) {
-        p->malloc_limit_min = NUM2SIZET(value);
-        if (p->malloc_limit_max < p->malloc_limit_min) p->malloc_limit_max = p->malloc_limit_min;
+        p->malloc_limit_min = config_size(key, value);
     }
     else if (id == rb_intern("malloc_limit_max")) {
-        size_t v = NUM2SIZET(value);
-        if (v < p->malloc_limit_min) rb_raise(rb_eArgError, "GC.config: malloc_limit_max must be at least malloc_limit_min");
-        p->malloc_limit_max = v;
+        p->malloc_limit_max = config_size(key, value);
+        u->malloc_max_given = true;
     }
     else if (id == rb_intern("malloc_limit_growth_factor")) {
-        double v = NUM2DBL(value);
-        if (!(v >= 1.0)) rb_raise(rb_eArgError, "GC.config: malloc_limit_growth_factor must be at least 1.0, got %g", v);
-        p->malloc_limit_growth_factor = v;
+        p->malloc_limit_growth_factor = config_double(key, value, 1.0, true, HUGE_VAL);
     }
     else if (id == rb_intern("verify_after_gc")) {
         p->verify_after_gc = RTEST(value);
@@ -247,31 +266,34 @@ config_set_i(st_data_t key_data, st_data_t value_data, st_data_t data)
     return ST_CONTINUE;
 }
 
-struct config_set_args {
-    mosaic_objspace_t *objspace;
-    VALUE hash;
-};
-
-static VALUE
-config_apply(VALUE argp)
+/* Constraints between keys are checked once, on the settings as a whole, so the outcome does
+ * not depend on the order of the keys in the Hash. */
+static void
+config_check(struct config_update *u)
 {
-    struct config_set_args *args = (struct config_set_args *)argp;
-    rb_hash_foreach(args->hash, (int (*)(VALUE, VALUE, VALUE))config_set_i, (VALUE)args->objspace);
-    return Qnil;
+    struct mosaic_params *p = &u->next;
+    if (p->free_slots_min_ratio > p->free_slots_max_ratio) {
+        rb_raise(rb_eArgError, "GC.config: heap_free_slots_min_ratio (%g) must not exceed heap_free_slots_max_ratio (%g)",
+                 p->free_slots_min_ratio, p->free_slots_max_ratio);
+    }
+    if (p->malloc_limit_max < p->malloc_limit_min) {
+        if (u->malloc_max_given) {
+            rb_raise(rb_eArgError, "GC.config: malloc_limit_max (%zu) must be at least malloc_limit_min (%zu)",
+                     p->malloc_limit_max, p->malloc_limit_min);
+        }
+        p->malloc_limit_max = p->malloc_limit_min;  /* raising only the minimum lifts the maximum */
+    }
 }
 
-/* Applies every key or none: on a bad value the previous settings are restored and the
- * ArgumentError (or TypeError) propagates. */
+/* Applies every key or none: the keys are applied to a copy of the settings, which replaces
+ * them only when all keys are good; a bad key raises and changes nothing. */
 void
 mosaic_config_set(mosaic_objspace_t *objspace, VALUE hash)
 {
     if (!RB_TYPE_P(hash, T_HASH)) rb_raise(rb_eArgError, "expected keyword arguments");
-    struct mosaic_params saved = objspace->params;
-    struct config_set_args args = { objspace, hash };
-    int state = 0;
-    rb_protect(config_apply, (VALUE)&args, &state);
-    if (state) {
-        objspace->params = saved;
-        rb_jump_tag(state);
-    }
+    struct config_update u = { objspace->params, false };
+    rb_hash_foreach(hash, config_set_i, (VALUE)&u);
+    config_check(&u);
+    if (u.next.allow_full_mark != objspace->params.allow_full_mark) mosaic_gc_rest(objspace);
+    objspace->params = u.next;
 }

@@ -1,14 +1,18 @@
 /*
  * heap.c: size classes and pages.
  *
- * Owns: the size-class table, page bodies (mmap'd, MOSAIC_PAGE_SIZE-aligned), the per-class
- * page arrays and the address-sorted array of every page used for conservative lookups.
+ * Owns: the size-class table, page bodies (carved out of mmap'd arenas, MOSAIC_PAGE_SIZE-
+ * aligned), the per-class page arrays and the address-sorted array of every page used for
+ * conservative lookups.
  *
  * Invariants:
  *  - sorted_pages holds every live page exactly once, ordered by body address; lomem/himem
  *    bound all of them.
- *  - A new page's slots are all T_NONE (the body comes zeroed from mmap) and all of them
- *    are on its freelist; its bitmaps are all clear.
+ *  - A new page's slots are all T_NONE (a body comes zeroed: fresh from mmap, or after
+ *    madvise(MADV_DONTNEED)) and all of them are on its freelist; its bitmaps are all clear.
+ *  - Bodies come from arenas of MOSAIC_ARENA_PAGES bodies, one mapping each: the heap costs
+ *    one kernel mapping per arena, not per page. An arena is unmapped when none of its
+ *    bodies is in use; a released body's memory goes back to the OS at once (DONTNEED).
  *  - A page is only released when it has no live object, no zombie and no walk (heap_walk_depth)
  *    holds a snapshot of it.
  */
@@ -84,26 +88,68 @@ mosaic_heap_allocated_pages(mosaic_objspace_t *objspace)
 
 /* ===================================================== page bodies */
 
-static char *
-page_body_map(void)
-{
-    /* Map twice the size and trim, so the body is aligned to its own size. */
-    size_t len = MOSAIC_PAGE_SIZE * 2;
-    char *raw = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (raw == MAP_FAILED) return NULL;
+/* Page bodies are carved out of arenas: one mapping of MOSAIC_ARENA_PAGES aligned bodies.
+ * Why: a mapping per page would cost one kernel VMA per 64 KiB (the heap would stop near
+ * vm.max_map_count, ~4 GiB, and every fork would copy that many VMAs). A released body goes
+ * back to the OS with madvise(MADV_DONTNEED), which keeps the mapping whole and makes the
+ * body read as zeros when it is handed out again; an arena with no body in use is unmapped. */
+struct mosaic_arena {
+    char *base;                      /* MOSAIC_PAGE_SIZE-aligned, MOSAIC_ARENA_PAGES bodies */
+    uint64_t used;                   /* bit i: body i is a page's */
+    struct mosaic_arena *next;
+};
 
+static struct mosaic_arena *
+arena_new(mosaic_objspace_t *objspace)
+{
+    struct mosaic_arena *arena = calloc(1, sizeof(*arena));
+    if (!arena) return NULL;
+    /* Map one body more than needed and trim, so the arena is aligned to a body. */
+    size_t len = MOSAIC_ARENA_SIZE + MOSAIC_PAGE_SIZE;
+    char *raw = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (raw == MAP_FAILED) {
+        free(arena);
+        return NULL;
+    }
     uintptr_t aligned = ((uintptr_t)raw + MOSAIC_PAGE_SIZE - 1) & MOSAIC_PAGE_MASK;
     size_t head = aligned - (uintptr_t)raw;
-    size_t tail = len - head - MOSAIC_PAGE_SIZE;
+    size_t tail = len - head - MOSAIC_ARENA_SIZE;
     if (head) munmap(raw, head);
-    if (tail) munmap((char *)aligned + MOSAIC_PAGE_SIZE, tail);
-    return (char *)aligned;
+    if (tail) munmap((char *)aligned + MOSAIC_ARENA_SIZE, tail);
+    arena->base = (char *)aligned;
+    arena->next = objspace->arenas;
+    objspace->arenas = arena;
+    return arena;
+}
+
+/* A zeroed, aligned body, from the first arena with room (a new one if none has). */
+static char *
+page_body_take(mosaic_objspace_t *objspace, struct mosaic_arena **arena_out)
+{
+    struct mosaic_arena *arena = objspace->arenas;
+    while (arena && arena->used == MOSAIC_ARENA_FULL) arena = arena->next;
+    if (!arena && !(arena = arena_new(objspace))) return NULL;
+    int i = __builtin_ctzll(~arena->used);
+    arena->used |= (uint64_t)1 << i;
+    *arena_out = arena;
+    return arena->base + (size_t)i * MOSAIC_PAGE_SIZE;
 }
 
 static void
-page_body_unmap(char *body)
+page_body_return(mosaic_objspace_t *objspace, struct mosaic_arena *arena, char *body)
 {
-    munmap(body, MOSAIC_PAGE_SIZE);
+    size_t i = (size_t)(body - arena->base) / MOSAIC_PAGE_SIZE;
+    arena->used &= ~((uint64_t)1 << i);
+    if (arena->used == 0) {
+        struct mosaic_arena **link = &objspace->arenas;
+        while (*link != arena) link = &(*link)->next;
+        *link = arena->next;
+        munmap(arena->base, MOSAIC_ARENA_SIZE);
+        free(arena);
+        return;
+    }
+    /* The memory goes back to the OS now; the next page here starts from zeros. */
+    madvise(body, MOSAIC_PAGE_SIZE, MADV_DONTNEED);
 }
 
 /* ==================================================== sorted index */
@@ -216,14 +262,14 @@ mosaic_page_new(mosaic_objspace_t *objspace, struct mosaic_heap *heap)
 
     struct mosaic_page *page = calloc(1, sizeof(struct mosaic_page));
     if (!page) return NULL;
-    char *body = page_body_map();
+    char *body = page_body_take(objspace, &page->arena);
     if (!body) {
         free(page);
         return NULL;
     }
     page->body = body;
     if (!sorted_add(objspace, page)) {
-        page_body_unmap(body);
+        page_body_return(objspace, page->arena, body);
         free(page);
         return NULL;
     }
@@ -259,7 +305,7 @@ mosaic_page_release(mosaic_objspace_t *objspace, struct mosaic_heap *heap, size_
     heap->total_freed_pages++;
 
     sorted_remove(objspace, page);
-    page_body_unmap(page->body);
+    page_body_return(objspace, page->arena, page->body);
     free(page);
 }
 
@@ -307,10 +353,7 @@ mosaic_heap_free_all(mosaic_objspace_t *objspace)
 {
     for (int i = 0; i < MOSAIC_HEAP_COUNT; i++) {
         struct mosaic_heap *heap = &objspace->heaps[i];
-        for (size_t j = 0; j < heap->page_count; j++) {
-            page_body_unmap(heap->pages[j]->body);
-            free(heap->pages[j]);
-        }
+        for (size_t j = 0; j < heap->page_count; j++) free(heap->pages[j]);
         free(heap->pages);
         heap->pages = NULL;
         heap->page_count = heap->page_capa = 0;
@@ -318,4 +361,10 @@ mosaic_heap_free_all(mosaic_objspace_t *objspace)
     free(objspace->sorted_pages);
     objspace->sorted_pages = NULL;
     objspace->sorted_count = objspace->sorted_capa = 0;
+    while (objspace->arenas) {
+        struct mosaic_arena *arena = objspace->arenas;
+        objspace->arenas = arena->next;
+        munmap(arena->base, MOSAIC_ARENA_SIZE);
+        free(arena);
+    }
 }

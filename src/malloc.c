@@ -17,6 +17,8 @@
  *    valid, so it may collect and retry.
  *  - When malloc fails, one full collection is tried before giving up; giving up returns NULL
  *    and CRuby raises NoMemoryError.
+ *  - Under GC.stress, malloc, calloc and realloc collect *before* calling the allocator.
+ *  - While GC is disabled no malloc GC is flagged.
  */
 #include <stdlib.h>
 #include <errno.h>
@@ -57,7 +59,10 @@ mosaic_malloc_increase(mosaic_objspace_t *objspace, size_t size, bool may_collec
     if (!objspace || size == 0) return;
     size_t now = __atomic_add_fetch(&objspace->malloc_increase, size, __ATOMIC_RELAXED);
     __atomic_add_fetch(&objspace->oldmalloc_increase, size, __ATOMIC_RELAXED);
-    if (now > objspace->malloc_limit && !objspace->during_gc) {
+    /* While GC is disabled nothing is flagged: a pending flag would send every allocation to
+     * the slow path for nothing. The increase stays counted; the first malloc after
+     * GC.enable crosses the limit again. */
+    if (now > objspace->malloc_limit && !objspace->during_gc && !objspace->dont_gc) {
         if (may_collect && can_collect_here(objspace)) {
             mosaic_collect(objspace, MOSAIC_REASON_MALLOC);
         }
@@ -67,17 +72,31 @@ mosaic_malloc_increase(mosaic_objspace_t *objspace, size_t size, bool may_collec
     }
 }
 
+/* A failed allocation: one full collection (old garbage may hold the big buffers) before
+ * giving up, major_by :force as in the default GC. */
 static bool
 collect_for_retry(mosaic_objspace_t *objspace)
 {
     if (!objspace || !can_collect_here(objspace)) return false;
-    return mosaic_collect(objspace, MOSAIC_REASON_MALLOC | MOSAIC_REASON_IMMEDIATE_SWEEP);
+    return mosaic_collect(objspace, MOSAIC_REASON_MALLOC | MOSAIC_REASON_FULL_MARK |
+                          MOSAIC_REASON_MAJOR_FORCE | MOSAIC_REASON_IMMEDIATE_SWEEP);
+}
+
+/* GC.stress collects before every malloc, calloc and realloc too, as the default GC does.
+ * Before, not after: until the call returns, the old block of a realloc is still valid. */
+static inline void
+collect_for_stress(mosaic_objspace_t *objspace)
+{
+    if (RB_LIKELY(!objspace || !objspace->gc_stress)) return;
+    if (!can_collect_here(objspace)) return;
+    mosaic_collect(objspace, MOSAIC_REASON_STRESS | MOSAIC_REASON_MALLOC | MOSAIC_REASON_IMMEDIATE_SWEEP);
 }
 
 void *
 rb_gc_impl_malloc(void *objspace_ptr, size_t size)
 {
     mosaic_objspace_t *objspace = objspace_ptr;
+    collect_for_stress(objspace);
     void *mem = malloc(size ? size : 1);
     if (RB_UNLIKELY(!mem) && collect_for_retry(objspace)) mem = malloc(size ? size : 1);
     if (!mem) return NULL;
@@ -89,6 +108,7 @@ void *
 rb_gc_impl_calloc(void *objspace_ptr, size_t size)
 {
     mosaic_objspace_t *objspace = objspace_ptr;
+    collect_for_stress(objspace);
     void *mem = calloc(1, size ? size : 1);
     if (RB_UNLIKELY(!mem) && collect_for_retry(objspace)) mem = calloc(1, size ? size : 1);
     if (!mem) return NULL;
@@ -102,6 +122,7 @@ rb_gc_impl_realloc(void *objspace_ptr, void *ptr, size_t new_size, size_t old_si
     mosaic_objspace_t *objspace = objspace_ptr;
     if (!ptr) return rb_gc_impl_malloc(objspace_ptr, new_size);
 
+    collect_for_stress(objspace);
     void *mem = realloc(ptr, new_size ? new_size : 1);
     if (RB_UNLIKELY(!mem) && collect_for_retry(objspace)) mem = realloc(ptr, new_size ? new_size : 1);
     if (!mem) return NULL;

@@ -12,9 +12,12 @@
  *    reference; such an object is marked and pinned.
  *  - After marking, every registered weak reference to an unmarked object reads Qundef.
  *  - Generations (generation.c): a newly marked object ages by one and becomes old at
- *    MOSAIC_OLD_AGE. An old parent that has a child which is still young after this mark is
- *    remembered, so the remembered-set invariant holds when the cycle ends. In a minor GC,
- *    mark bits start as a copy of the old bits: old objects count as reached.
+ *    MOSAIC_OLD_AGE (no aging while full marks are disabled). An old parent that has a
+ *    child which is still young after this mark, through a strong OR a weak edge, is
+ *    remembered, so the remembered-set invariant holds for both kinds of edge when the cycle
+ *    ends. In a minor GC, mark bits start as a copy of the old bits: old objects count as
+ *    reached, and only traced parents register their weak slots.
+ *  - Outside marking, the entry points only serve the heap checker (verify_ctx set).
  *  - The mark stack and weak list use plain malloc: marking never calls into Ruby's
  *    allocator, so it cannot recurse into the collector.
  */
@@ -102,6 +105,11 @@ mosaic_mark(mosaic_objspace_t *objspace, VALUE obj, bool pin)
     }
 #endif
     if (RB_UNLIKELY(!objspace->marking)) {
+        /* The heap checker walks every object's edges through rb_gc_mark_children. */
+        if (objspace->verify_ctx) {
+            mosaic_verify_edge(objspace, obj, false);
+            return;
+        }
         rb_bug("Mosaic: rb_gc_impl_mark(%p) called outside the mark phase", (void *)obj);
     }
 
@@ -112,7 +120,7 @@ mosaic_mark(mosaic_objspace_t *objspace, VALUE obj, bool pin)
         mosaic_bit_set(page->mark_bits, bit);
         page->heap->marked_slots++;
         objspace->stats.marked_slots++;
-        if (objspace->params.generational) age_and_promote(page, bit);
+        if (objspace->aging) age_and_promote(page, bit);
         mark_stack_push(&objspace->mark_stack, obj);
     }
 
@@ -125,6 +133,8 @@ mosaic_mark(mosaic_objspace_t *objspace, VALUE obj, bool pin)
 void
 mosaic_mark_maybe(mosaic_objspace_t *objspace, VALUE obj)
 {
+    /* A conservative word is not an edge the checker can hold anyone to. */
+    if (RB_UNLIKELY(!objspace->marking)) return;
     if (!mosaic_pointer_to_slot_p(objspace, (void *)obj)) return;
     switch (RB_BUILTIN_TYPE(obj)) {
       case T_NONE:
@@ -141,11 +151,25 @@ mosaic_mark_weak(mosaic_objspace_t *objspace, VALUE *ptr)
 {
     VALUE obj = *ptr;
     if (RB_SPECIAL_CONST_P(obj)) return;
+    if (RB_UNLIKELY(!objspace->marking)) {
+        if (objspace->verify_ctx) {
+            mosaic_verify_edge(objspace, obj, true);
+            return;
+        }
+        rb_bug("Mosaic: rb_gc_impl_mark_weak(%p) called outside the mark phase", (void *)ptr);
+    }
     if (RB_UNLIKELY(RB_BUILTIN_TYPE(obj) == T_NONE)) {
         rb_bug("Mosaic: weak reference %p points to a free slot %p", (void *)ptr, (void *)obj);
     }
     mosaic_ptr_vec_push(&objspace->weak_refs, ptr);
     objspace->stats.weak_references_count++;
+
+    /* The same rule as for strong edges: an old parent whose weak referent is young stays
+     * remembered, so the next minor GC traces it again and registers this slot again. Without
+     * it, that minor GC would free the referent and leave the slot pointing at a reused slot. */
+    if (objspace->mark_parent_old && !mosaic_old_p(obj)) {
+        mosaic_remember(objspace, objspace->mark_parent);
+    }
 }
 
 void
@@ -229,6 +253,9 @@ mosaic_mark_phase(mosaic_objspace_t *objspace, bool full)
     objspace->stats.remembered_rescanned = 0;
     objspace->mark_parent = Qfalse;
     objspace->mark_parent_old = false;
+    /* With full marks disabled (GC.config(rgengc_allow_full_mark: false)) nothing is promoted:
+     * old garbage could then only be freed by an explicit GC.start, as in the default GC. */
+    objspace->aging = objspace->params.generational && objspace->params.allow_full_mark;
     objspace->marking = true;
 
     if (full) {

@@ -53,6 +53,10 @@
 
 #define MOSAIC_PAGE_SIZE        (64 * 1024)
 #define MOSAIC_PAGE_MASK        (~((uintptr_t)MOSAIC_PAGE_SIZE - 1))
+/* Page bodies are carved out of arenas, one mapping of 64 bodies (4 MiB) each (heap.c). */
+#define MOSAIC_ARENA_PAGES      64
+#define MOSAIC_ARENA_SIZE       ((size_t)MOSAIC_ARENA_PAGES * MOSAIC_PAGE_SIZE)
+#define MOSAIC_ARENA_FULL       UINT64_MAX
 #define MOSAIC_BASE_SLOT_SIZE   40
 #define MOSAIC_HEAP_COUNT       5
 #define MOSAIC_BITMAP_BITS      (MOSAIC_PAGE_SIZE / MOSAIC_BASE_SLOT_SIZE + 1)
@@ -102,10 +106,12 @@ struct mosaic_zombie {
 };
 
 struct mosaic_heap;
+struct mosaic_arena;
 
 struct mosaic_page {
     struct mosaic_heap *heap;
     char *body;                      /* MOSAIC_PAGE_SIZE bytes, aligned */
+    struct mosaic_arena *arena;      /* the mapping the body was carved from (heap.c) */
     uintptr_t start;                 /* first slot */
     uint32_t slot_size;
     uint32_t total_slots;
@@ -234,6 +240,7 @@ typedef struct mosaic_objspace {
     size_t sorted_count;
     size_t sorted_capa;
     uintptr_t lomem, himem;
+    struct mosaic_arena *arenas;     /* every mapping that holds page bodies (heap.c) */
 
     /* Cycle state. */
     bool during_gc;
@@ -252,6 +259,8 @@ typedef struct mosaic_objspace {
     struct mosaic_ptr_vec weak_refs;
     VALUE mark_parent;               /* object whose children are being marked (or Qfalse) */
     bool mark_parent_old;
+    bool aging;                      /* this mark phase ages and promotes what it marks */
+    void *verify_ctx;                /* set while the heap checker walks edges (verify.c) */
 
     /* Generations (generation.c, pace.c); whether they are on is params.generational. */
     unsigned int need_major;         /* MOSAIC_REASON_MAJOR_* for the next collection */
@@ -328,6 +337,27 @@ static inline bool
 mosaic_old_p(VALUE obj)
 {
     return mosaic_bit_test(mosaic_page_of(obj)->old_bits, mosaic_bit_index(obj));
+}
+
+/* The largest count or byte size Mosaic keeps: a Fixnum, so that GC.stat and friends never
+ * allocate a Bignum (they may be called from inside a collection, by event hooks). */
+#define MOSAIC_SIZE_MAX ((size_t)RUBY_FIXNUM_MAX)
+
+/* n * factor for the pacer, saturating: never negative, never above MOSAIC_SIZE_MAX, 0 for a
+ * NaN. (A plain size_t conversion of an out-of-range double is undefined.) */
+static inline size_t
+mosaic_scale(size_t n, double factor)
+{
+    double r = (double)n * factor;
+    if (!(r > 0.0)) return 0;
+    if (r >= (double)MOSAIC_SIZE_MAX) return MOSAIC_SIZE_MAX;
+    return (size_t)r;
+}
+
+static inline size_t
+mosaic_add_sat(size_t a, size_t b)
+{
+    return a > MOSAIC_SIZE_MAX - b ? MOSAIC_SIZE_MAX : a + b;
 }
 
 static inline uint64_t
@@ -419,6 +449,7 @@ VALUE mosaic_config_get(mosaic_objspace_t *objspace);
 void mosaic_config_set(mosaic_objspace_t *objspace, VALUE hash);
 
 /* stats.c: GC.stat, GC.stat_heap, GC.latest_gc_info, GC::Profiler */
+void mosaic_stats_init(void);
 VALUE mosaic_stat(mosaic_objspace_t *objspace, VALUE hash_or_sym);
 VALUE mosaic_stat_heap(mosaic_objspace_t *objspace, VALUE heap_name, VALUE hash_or_sym);
 VALUE mosaic_latest_gc_info(mosaic_objspace_t *objspace, VALUE hash_or_key);
@@ -432,6 +463,7 @@ void mosaic_each_objects(mosaic_objspace_t *objspace, int (*callback)(void *, vo
 
 /* verify.c: the heap checker */
 size_t mosaic_verify_heap(mosaic_objspace_t *objspace, bool raise_on_error);
+void mosaic_verify_edge(mosaic_objspace_t *objspace, VALUE child, bool weak);
 void mosaic_define_verify(void);
 
 /* vec helper (heap.c) */

@@ -29,6 +29,10 @@
  * (:oldmalloc). At each major GC the limit becomes the increase * 1.2 if it was crossed, else
  * decays, within [16 MiB, 128 MiB] (RUBY_GC_OLDMALLOC_LIMIT*), as in the default GC.
  *
+ * Arithmetic: every size * factor goes through mosaic_scale and sums through mosaic_add_sat,
+ * which saturate at MOSAIC_SIZE_MAX: a huge factor means "as much as can be", never a wrapped
+ * or undefined value (a factor of 1e300 once made every GC major, a huge growth factor 0).
+ *
  * Malloc pacing: malloc_increase counts bytes malloc'd since the last GC (minus bytes freed);
  * crossing malloc_limit triggers a GC. At each GC the limit grows by
  * malloc_limit_growth_factor if it was crossed, else decays by 2%, within [min, max].
@@ -52,9 +56,9 @@ pace_generations(mosaic_objspace_t *objspace)
     if (!objspace->params.generational) return;
 
     if (objspace->full_mark) {
-        objspace->old_objects_limit = (size_t)(objspace->old_objects * params->oldobject_limit_factor);
-        size_t by_count = (size_t)(objspace->old_wb_unprotected_objects * params->oldobject_limit_factor);
-        size_t by_ratio = (size_t)(objspace->old_objects * params->wb_unprotected_limit_ratio);
+        objspace->old_objects_limit = mosaic_scale(objspace->old_objects, params->oldobject_limit_factor);
+        size_t by_count = mosaic_scale(objspace->old_wb_unprotected_objects, params->oldobject_limit_factor);
+        size_t by_ratio = mosaic_scale(objspace->old_objects, params->wb_unprotected_limit_ratio);
         objspace->old_wb_unprotected_limit = by_count > by_ratio ? by_count : by_ratio;
     }
     /* Checked after every GC, majors included: a factor below 1 makes every GC a major GC. */
@@ -85,24 +89,26 @@ mosaic_pace_after_mark(mosaic_objspace_t *objspace)
         size_t init = params->heap_init_slots[i];
         size_t floor_budget = total < init ? init - total : 0;
 
-        size_t min_free = (size_t)(total * params->free_slots_min_ratio);
+        size_t min_free = mosaic_scale(total, params->free_slots_min_ratio);
         if (free < min_free && !objspace->full_mark && objspace->params.generational &&
                 objspace->stats.count - objspace->last_major_count >= MOSAIC_OLD_AGE) {
             /* Old garbage may be what fills the class: collect it before growing much. */
             objspace->need_major |= MOSAIC_REASON_MAJOR_NOFREE;
         }
-        size_t max_free = (size_t)(total * params->free_slots_max_ratio);
+        size_t max_free = mosaic_scale(total, params->free_slots_max_ratio);
         if (free < min_free || total == 0) {
-            size_t grow = (size_t)(total * (params->growth_factor - 1.0));
+            size_t grow = mosaic_scale(total, params->growth_factor - 1.0);
             if (params->free_slots_goal_ratio > 0.0) {
-                size_t goal = (size_t)(total * params->free_slots_goal_ratio);
+                size_t goal = mosaic_scale(total, params->free_slots_goal_ratio);
                 if (goal > free && goal - free > grow) grow = goal - free;
             }
             if (params->growth_max_slots > 0 && grow > params->growth_max_slots) {
                 grow = params->growth_max_slots;
             }
             if (grow < heap->slots_per_page) grow = heap->slots_per_page;
-            shared_grow_bytes += (grow + heap->slots_per_page - 1) / heap->slots_per_page * MOSAIC_PAGE_SIZE;
+            size_t pages = grow / heap->slots_per_page + (grow % heap->slots_per_page != 0);
+            size_t bytes = pages > MOSAIC_SIZE_MAX / MOSAIC_PAGE_SIZE ? MOSAIC_SIZE_MAX : pages * MOSAIC_PAGE_SIZE;
+            shared_grow_bytes = mosaic_add_sat(shared_grow_bytes, bytes);
         }
         else if (free > max_free) {
             size_t surplus = free - max_free;
@@ -125,8 +131,8 @@ mosaic_pace_malloc_limit(mosaic_objspace_t *objspace)
         size_t old_inc = __atomic_load_n(&objspace->oldmalloc_increase, __ATOMIC_RELAXED);
         if (objspace->full_mark) {
             if (old_inc > objspace->oldmalloc_limit) {
-                double next = old_inc * params->oldmalloc_limit_growth_factor;
-                objspace->oldmalloc_limit = next > params->oldmalloc_limit_max ? params->oldmalloc_limit_max : (size_t)next;
+                size_t next = mosaic_scale(old_inc, params->oldmalloc_limit_growth_factor);
+                objspace->oldmalloc_limit = next > params->oldmalloc_limit_max ? params->oldmalloc_limit_max : next;
             }
             else {
                 size_t next = (size_t)(objspace->oldmalloc_limit /
@@ -143,11 +149,11 @@ mosaic_pace_malloc_limit(mosaic_objspace_t *objspace)
     size_t inc = __atomic_exchange_n(&objspace->malloc_increase, 0, __ATOMIC_RELAXED);
 
     if (inc > objspace->malloc_limit) {
-        double next = objspace->malloc_limit * params->malloc_limit_growth_factor;
-        objspace->malloc_limit = next > params->malloc_limit_max ? params->malloc_limit_max : (size_t)next;
+        size_t next = mosaic_scale(objspace->malloc_limit, params->malloc_limit_growth_factor);
+        objspace->malloc_limit = next > params->malloc_limit_max ? params->malloc_limit_max : next;
     }
     else {
-        size_t next = (size_t)(objspace->malloc_limit * 0.98);
+        size_t next = mosaic_scale(objspace->malloc_limit, 0.98);
         objspace->malloc_limit = next < params->malloc_limit_min ? params->malloc_limit_min : next;
     }
     objspace->malloc_gc_pending = false;

@@ -13,10 +13,43 @@
 
 #include "mosaic.h"
 
-static VALUE
-sym(const char *name)
+/* Every Symbol these answers use, interned once at boot (mosaic_stats_init). Why: gc_tracer
+ * and other tools call GC.stat and GC.latest_gc_info from GC event hooks, inside a collection,
+ * where interning a new name could allocate a String (and allocation there is a bug). With
+ * the table, answering allocates no Ruby object: Symbols are looked up, counts are Fixnums
+ * (MOSAIC_SIZE_MAX), and a Hash given by the caller only gets existing keys updated or new
+ * st entries (malloc, not Ruby objects). */
+#define MOSAIC_STAT_SYMBOLS(X) \
+    X(GC_FLAGS) X(GC_INVOKE_TIME) X(GC_IS_MARKED) X(GC_TIME) X(HEAP_TOTAL_OBJECTS) \
+    X(HEAP_TOTAL_SIZE) X(HEAP_USE_SIZE) X(MOVED_OBJECTS) X(capi) X(compact_count) X(count) \
+    X(force) X(force_incremental_marking_finish_count) X(force_major_gc_count) X(gc_by) \
+    X(have_finalizer) X(heap_allocatable_slots) X(heap_allocated_pages) X(heap_available_slots) \
+    X(heap_eden_pages) X(heap_eden_slots) X(heap_empty_pages) X(heap_final_slots) \
+    X(heap_free_slots) X(heap_live_slots) X(heap_marked_slots) X(immediate_sweep) X(major_by) \
+    X(major_gc_count) X(malloc) X(malloc_increase_bytes) X(malloc_increase_bytes_limit) \
+    X(marking) X(marking_time) X(method) X(minor_gc_count) X(need_major_by) X(newobj) X(nofree) \
+    X(none) X(old_objects) X(old_objects_limit) X(oldgen) X(oldmalloc) \
+    X(oldmalloc_increase_bytes) X(oldmalloc_increase_bytes_limit) X(read_barrier_faults) \
+    X(remembered_wb_unprotected_objects) X(remembered_wb_unprotected_objects_limit) \
+    X(retained_weak_references_count) X(shady) X(slot_size) X(state) X(stress) X(sweeping) \
+    X(sweeping_time) X(time) X(total_allocated_objects) X(total_allocated_pages) \
+    X(total_freed_objects) X(total_freed_pages) X(total_moved_objects) X(weak_references_count)
+
+enum mosaic_stat_symbol {
+#define MOSAIC_SYM_ENUM(name) MOSAIC_SYM_##name,
+    MOSAIC_STAT_SYMBOLS(MOSAIC_SYM_ENUM)
+#undef MOSAIC_SYM_ENUM
+    MOSAIC_SYM_COUNT
+};
+static VALUE stat_symbols[MOSAIC_SYM_COUNT];
+#define SYM(name) (stat_symbols[MOSAIC_SYM_##name])
+
+void
+mosaic_stats_init(void)
 {
-    return ID2SYM(rb_intern(name));
+#define MOSAIC_SYM_INTERN(name) stat_symbols[MOSAIC_SYM_##name] = ID2SYM(rb_intern(#name));
+    MOSAIC_STAT_SYMBOLS(MOSAIC_SYM_INTERN)
+#undef MOSAIC_SYM_INTERN
 }
 
 static size_t
@@ -61,41 +94,41 @@ mosaic_stat(mosaic_objspace_t *objspace, VALUE hash_or_sym)
     const struct mosaic_stats *st = &objspace->stats;
 
 #define SET(name, value) do { \
-    VALUE s_ = sym(name); \
+    VALUE s_ = SYM(name); \
     if (key == s_) return SIZET2NUM((size_t)(value)); \
     if (!NIL_P(hash)) rb_hash_aset(hash, s_, SIZET2NUM((size_t)(value))); \
 } while (0)
 
-    SET("count", st->count);
-    SET("time", (st->marking_time_ns + st->sweeping_time_ns) / 1000000);
-    SET("marking_time", st->marking_time_ns / 1000000);
-    SET("sweeping_time", st->sweeping_time_ns / 1000000);
-    SET("heap_allocated_pages", mosaic_heap_allocated_pages(objspace));
-    SET("heap_empty_pages", 0);
-    SET("heap_allocatable_slots", SUM_HEAPS(allocatable_slots) + objspace->allocatable_bytes / MOSAIC_BASE_SLOT_SIZE);
-    SET("heap_available_slots", available);
-    SET("heap_live_slots", live);
-    SET("heap_free_slots", available - live - final);
-    SET("heap_final_slots", final);
-    SET("heap_marked_slots", st->marked_slots);
-    SET("heap_eden_pages", mosaic_heap_allocated_pages(objspace));
-    SET("total_allocated_pages", SUM_HEAPS(total_allocated_pages));
-    SET("total_freed_pages", SUM_HEAPS(total_freed_pages));
-    SET("total_allocated_objects", allocated);
-    SET("total_freed_objects", freed);
-    SET("malloc_increase_bytes", objspace->malloc_increase);
-    SET("malloc_increase_bytes_limit", objspace->malloc_limit);
-    SET("minor_gc_count", st->minor_gc_count);
-    SET("major_gc_count", st->major_gc_count);
-    SET("compact_count", 0);
-    SET("read_barrier_faults", 0);
-    SET("total_moved_objects", 0);
-    SET("remembered_wb_unprotected_objects", objspace->old_wb_unprotected_objects);
-    SET("remembered_wb_unprotected_objects_limit", objspace->old_wb_unprotected_limit);
-    SET("old_objects", objspace->old_objects);
-    SET("old_objects_limit", objspace->old_objects_limit);
-    SET("oldmalloc_increase_bytes", objspace->oldmalloc_increase);
-    SET("oldmalloc_increase_bytes_limit", objspace->oldmalloc_limit);
+    SET(count, st->count);
+    SET(time, (st->marking_time_ns + st->sweeping_time_ns) / 1000000);
+    SET(marking_time, st->marking_time_ns / 1000000);
+    SET(sweeping_time, st->sweeping_time_ns / 1000000);
+    SET(heap_allocated_pages, mosaic_heap_allocated_pages(objspace));
+    SET(heap_empty_pages, 0);
+    SET(heap_allocatable_slots, SUM_HEAPS(allocatable_slots) + objspace->allocatable_bytes / MOSAIC_BASE_SLOT_SIZE);
+    SET(heap_available_slots, available);
+    SET(heap_live_slots, live);
+    SET(heap_free_slots, available - live - final);
+    SET(heap_final_slots, final);
+    SET(heap_marked_slots, st->marked_slots);
+    SET(heap_eden_pages, mosaic_heap_allocated_pages(objspace));
+    SET(total_allocated_pages, SUM_HEAPS(total_allocated_pages));
+    SET(total_freed_pages, SUM_HEAPS(total_freed_pages));
+    SET(total_allocated_objects, allocated);
+    SET(total_freed_objects, freed);
+    SET(malloc_increase_bytes, objspace->malloc_increase);
+    SET(malloc_increase_bytes_limit, objspace->malloc_limit);
+    SET(minor_gc_count, st->minor_gc_count);
+    SET(major_gc_count, st->major_gc_count);
+    SET(compact_count, 0);
+    SET(read_barrier_faults, 0);
+    SET(total_moved_objects, 0);
+    SET(remembered_wb_unprotected_objects, objspace->old_wb_unprotected_objects);
+    SET(remembered_wb_unprotected_objects_limit, objspace->old_wb_unprotected_limit);
+    SET(old_objects, objspace->old_objects);
+    SET(old_objects_limit, objspace->old_objects_limit);
+    SET(oldmalloc_increase_bytes, objspace->oldmalloc_increase);
+    SET(oldmalloc_increase_bytes_limit, objspace->oldmalloc_limit);
 #undef SET
 
     if (!NIL_P(key)) return Qundef;  /* unknown key: GC.stat raises ArgumentError */
@@ -109,18 +142,18 @@ stat_one_heap(mosaic_objspace_t *objspace, int i, VALUE hash, VALUE key)
 {
     struct mosaic_heap *heap = &objspace->heaps[i];
 #define SET(name, value) do { \
-    VALUE s_ = sym(name); \
+    VALUE s_ = SYM(name); \
     if (key == s_) return SIZET2NUM((size_t)(value)); \
     if (!NIL_P(hash)) rb_hash_aset(hash, s_, SIZET2NUM((size_t)(value))); \
 } while (0)
-    SET("slot_size", heap->slot_size);
-    SET("heap_eden_pages", heap->page_count);
-    SET("heap_eden_slots", heap->total_slots);
-    SET("total_allocated_pages", heap->total_allocated_pages);
-    SET("force_major_gc_count", 0);
-    SET("force_incremental_marking_finish_count", 0);
-    SET("total_allocated_objects", mosaic_heap_total_allocated(objspace, i));
-    SET("total_freed_objects", heap->total_freed_objects);
+    SET(slot_size, heap->slot_size);
+    SET(heap_eden_pages, heap->page_count);
+    SET(heap_eden_slots, heap->total_slots);
+    SET(total_allocated_pages, heap->total_allocated_pages);
+    SET(force_major_gc_count, 0);
+    SET(force_incremental_marking_finish_count, 0);
+    SET(total_allocated_objects, mosaic_heap_total_allocated(objspace, i));
+    SET(total_freed_objects, heap->total_freed_objects);
 #undef SET
     if (!NIL_P(key)) return Qundef;
     return hash;
@@ -155,11 +188,11 @@ mosaic_stat_heap(mosaic_objspace_t *objspace, VALUE heap_name, VALUE hash_or_sym
 static VALUE
 major_reason_sym(unsigned int flags)
 {
-    return (flags & MOSAIC_REASON_MAJOR_NOFREE) ? sym("nofree")
-         : (flags & MOSAIC_REASON_MAJOR_OLDGEN) ? sym("oldgen")
-         : (flags & MOSAIC_REASON_MAJOR_SHADY) ? sym("shady")
-         : (flags & MOSAIC_REASON_MAJOR_OLDMALLOC) ? sym("oldmalloc")
-         : (flags & MOSAIC_REASON_MAJOR_FORCE) ? sym("force") : Qnil;
+    return (flags & MOSAIC_REASON_MAJOR_NOFREE) ? SYM(nofree)
+         : (flags & MOSAIC_REASON_MAJOR_OLDGEN) ? SYM(oldgen)
+         : (flags & MOSAIC_REASON_MAJOR_SHADY) ? SYM(shady)
+         : (flags & MOSAIC_REASON_MAJOR_OLDMALLOC) ? SYM(oldmalloc)
+         : (flags & MOSAIC_REASON_MAJOR_FORCE) ? SYM(force) : Qnil;
 }
 
 static VALUE
@@ -171,27 +204,27 @@ gc_info_decode(mosaic_objspace_t *objspace, VALUE hash_or_key, unsigned int flag
     else rb_bug("Mosaic: gc_info_decode given neither a Hash nor a Symbol");
 
 #define SET(name, value) do { \
-    VALUE s_ = sym(name); \
+    VALUE s_ = SYM(name); \
     if (key == s_) return (value); \
     if (!NIL_P(hash)) rb_hash_aset(hash, s_, (value)); \
 } while (0)
 
-    SET("major_by", major_reason_sym(flags));
-    if (current) SET("need_major_by", major_reason_sym(objspace->need_major));
-    VALUE gc_by = (flags & MOSAIC_REASON_NEWOBJ) ? sym("newobj")
-                : (flags & MOSAIC_REASON_MALLOC) ? sym("malloc")
-                : (flags & MOSAIC_REASON_METHOD) ? sym("method")
-                : (flags & MOSAIC_REASON_CAPI) ? sym("capi")
-                : (flags & MOSAIC_REASON_STRESS) ? sym("stress") : Qnil;
-    SET("gc_by", gc_by);
-    SET("have_finalizer", RBOOL(flags & MOSAIC_REASON_HAVE_FINALIZE));
-    SET("immediate_sweep", RBOOL(flags & MOSAIC_REASON_IMMEDIATE_SWEEP));
+    SET(major_by, major_reason_sym(flags));
+    if (current) SET(need_major_by, major_reason_sym(objspace->need_major));
+    VALUE gc_by = (flags & MOSAIC_REASON_NEWOBJ) ? SYM(newobj)
+                : (flags & MOSAIC_REASON_MALLOC) ? SYM(malloc)
+                : (flags & MOSAIC_REASON_METHOD) ? SYM(method)
+                : (flags & MOSAIC_REASON_CAPI) ? SYM(capi)
+                : (flags & MOSAIC_REASON_STRESS) ? SYM(stress) : Qnil;
+    SET(gc_by, gc_by);
+    SET(have_finalizer, RBOOL(flags & MOSAIC_REASON_HAVE_FINALIZE));
+    SET(immediate_sweep, RBOOL(flags & MOSAIC_REASON_IMMEDIATE_SWEEP));
     if (current) {
-        SET("state", objspace->marking ? sym("marking")
-                   : objspace->lazy_sweeping ? sym("sweeping") : sym("none"));
+        SET(state, objspace->marking ? SYM(marking)
+                   : objspace->lazy_sweeping ? SYM(sweeping) : SYM(none));
     }
-    SET("weak_references_count", SIZET2NUM(objspace->stats.weak_references_count));
-    SET("retained_weak_references_count", SIZET2NUM(objspace->stats.retained_weak_references_count));
+    SET(weak_references_count, SIZET2NUM(objspace->stats.weak_references_count));
+    SET(retained_weak_references_count, SIZET2NUM(objspace->stats.retained_weak_references_count));
 #undef SET
 
     if (!NIL_P(key)) return Qundef;
@@ -285,14 +318,14 @@ profiler_raw_data(VALUE self)
     for (size_t i = 0; i < objspace->stats.record_count; i++) {
         const struct mosaic_profile_record *r = &objspace->stats.records[i];
         VALUE prof = rb_hash_new();
-        rb_hash_aset(prof, sym("GC_FLAGS"), gc_info_decode(objspace, rb_hash_new(), r->reason, false));
-        rb_hash_aset(prof, sym("GC_TIME"), DBL2NUM(r->gc_time));
-        rb_hash_aset(prof, sym("GC_INVOKE_TIME"), DBL2NUM(r->invoke_time));
-        rb_hash_aset(prof, sym("HEAP_USE_SIZE"), SIZET2NUM(r->heap_use_size));
-        rb_hash_aset(prof, sym("HEAP_TOTAL_SIZE"), SIZET2NUM(r->heap_total_size));
-        rb_hash_aset(prof, sym("HEAP_TOTAL_OBJECTS"), SIZET2NUM(r->heap_total_objects));
-        rb_hash_aset(prof, sym("MOVED_OBJECTS"), SIZET2NUM(0));
-        rb_hash_aset(prof, sym("GC_IS_MARKED"), Qtrue);
+        rb_hash_aset(prof, SYM(GC_FLAGS), gc_info_decode(objspace, rb_hash_new(), r->reason, false));
+        rb_hash_aset(prof, SYM(GC_TIME), DBL2NUM(r->gc_time));
+        rb_hash_aset(prof, SYM(GC_INVOKE_TIME), DBL2NUM(r->invoke_time));
+        rb_hash_aset(prof, SYM(HEAP_USE_SIZE), SIZET2NUM(r->heap_use_size));
+        rb_hash_aset(prof, SYM(HEAP_TOTAL_SIZE), SIZET2NUM(r->heap_total_size));
+        rb_hash_aset(prof, SYM(HEAP_TOTAL_OBJECTS), SIZET2NUM(r->heap_total_objects));
+        rb_hash_aset(prof, SYM(MOVED_OBJECTS), SIZET2NUM(0));
+        rb_hash_aset(prof, SYM(GC_IS_MARKED), Qtrue);
         rb_ary_push(list, prof);
     }
     return list;

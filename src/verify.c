@@ -8,9 +8,11 @@
  *    every T_NONE slot is on it (caches hand their slots back first, which is always valid);
  *  - zombies counted per page match T_ZOMBIE slots;
  *  - live slots (not T_NONE, not T_ZOMBIE) == total_allocated - total_freed - final slots;
- *  - every reference held by a live object points to the start of a live slot;
- *  - generations: an old, write-barrier-protected object that refers to a young object is
- *    remembered (the invariant minor GCs rely on; a miss means a missing write barrier).
+ *  - every reference held by a live object, strong or weak, points to the start of a live
+ *    slot (edges come from rb_gc_mark_children with mark.c's entry points routed here);
+ *  - generations: an old, write-barrier-protected object that refers, strongly or weakly, to
+ *    a young object is remembered (the invariant minor GCs rely on; a miss means a missing
+ *    write barrier, or marking that forgot to re-remember a parent).
  * Returns the number of problems; each is printed to stderr. With raise_on_error it calls
  * rb_bug on the first inconsistent heap, so a core file shows the state.
  */
@@ -40,28 +42,33 @@ report(struct verify_ctx *ctx, const char *fmt, ...)
     ctx->errors++;
 }
 
-static void
-check_reference(VALUE child, void *data)
+/* One edge of ctx->parent, strong or weak, as rb_gc_mark_children reports it (mark.c routes
+ * its entry points here while verify_ctx is set). A weak edge that survived a collection must
+ * point to a live object exactly like a strong one: a dead referent is cleared (Qundef) by the
+ * collection that found it dead. */
+void
+mosaic_verify_edge(mosaic_objspace_t *objspace, VALUE child, bool weak)
 {
-    struct verify_ctx *ctx = data;
+    struct verify_ctx *ctx = objspace->verify_ctx;
+    const char *kind = weak ? "weakly " : "";
     if (RB_SPECIAL_CONST_P(child)) return;
     if (!mosaic_pointer_to_slot_p(ctx->objspace, (void *)child)) {
-        report(ctx, "%p (type 0x%x) refers to %p, which is not a heap slot",
-               (void *)ctx->parent, (unsigned)RB_BUILTIN_TYPE(ctx->parent), (void *)child);
+        report(ctx, "%p (type 0x%x) %srefers to %p, which is not a heap slot",
+               (void *)ctx->parent, (unsigned)RB_BUILTIN_TYPE(ctx->parent), kind, (void *)child);
         return;
     }
     switch (RB_BUILTIN_TYPE(child)) {
       case T_NONE:
       case T_ZOMBIE:
       case T_MOVED:
-        report(ctx, "%p (type 0x%x) refers to %p, a dead slot (type 0x%x)",
-               (void *)ctx->parent, (unsigned)RB_BUILTIN_TYPE(ctx->parent), (void *)child,
+        report(ctx, "%p (type 0x%x) %srefers to %p, a dead slot (type 0x%x)",
+               (void *)ctx->parent, (unsigned)RB_BUILTIN_TYPE(ctx->parent), kind, (void *)child,
                (unsigned)RB_BUILTIN_TYPE(child));
         break;
       default:
         if (ctx->parent_needs_barrier && !mosaic_old_p(child)) {
-            report(ctx, "old %p (type 0x%x) refers to young %p (type 0x%x) but is not remembered",
-                   (void *)ctx->parent, (unsigned)RB_BUILTIN_TYPE(ctx->parent), (void *)child,
+            report(ctx, "old %p (type 0x%x) %srefers to young %p (type 0x%x) but is not remembered",
+                   (void *)ctx->parent, (unsigned)RB_BUILTIN_TYPE(ctx->parent), kind, (void *)child,
                    (unsigned)RB_BUILTIN_TYPE(child));
         }
         break;
@@ -109,7 +116,7 @@ verify_page(struct verify_ctx *ctx, struct mosaic_page *page, size_t *live, size
             mosaic_bit_test(page->old_bits, bit) &&
             !mosaic_bit_test(page->wb_unprotected_bits, bit) &&
             !mosaic_bit_test(page->remembered_bits, bit);
-        rb_objspace_reachable_objects_from(obj, check_reference, ctx);
+        rb_gc_mark_children(ctx->objspace, obj);
     }
     if (on_freelist != free_slots) {
         report(ctx, "page %p: %zu slots on the freelist but %zu free", (void *)page->body, on_freelist, free_slots);
@@ -130,7 +137,12 @@ mosaic_verify_heap(mosaic_objspace_t *objspace, bool raise_on_error)
     unsigned int lev = rb_gc_vm_lock();
     rb_gc_vm_barrier();
     mosaic_caches_clear(objspace);
-    objspace->heap_walk_depth++;
+    /* Edges are walked with rb_gc_mark_children, which reports weak edges too (CRuby's
+     * rb_objspace_reachable_objects_from does not). during_gc makes any allocation by a mark
+     * function stop with rb_bug, as it would in a real collection. */
+    bool was_during_gc = objspace->during_gc;
+    objspace->during_gc = true;
+    objspace->verify_ctx = &ctx;
 
     for (int h = 0; h < MOSAIC_HEAP_COUNT; h++) {
         struct mosaic_heap *heap = &objspace->heaps[h];
@@ -155,7 +167,8 @@ mosaic_verify_heap(mosaic_objspace_t *objspace, bool raise_on_error)
         report(&ctx, "%zu live slots found, counters say %zu", live, counted_live);
     }
 
-    objspace->heap_walk_depth--;
+    objspace->verify_ctx = NULL;
+    objspace->during_gc = was_during_gc;
     rb_gc_vm_unlock(lev);
 
     if (ctx.errors && raise_on_error) {

@@ -3,10 +3,16 @@
  *
  * Invariants:
  *  - A walk works on a snapshot of the page list taken when it starts; pages added during
- *    the walk are not visited, and no page is released while any walk is running
- *    (heap_walk_depth > 0 stops the sweeper from returning pages to the OS).
+ *    the walk are not visited, and no page is released while a walk is live
+ *    (heap_walk_depth > 0 stops the sweeper from returning pages to the OS, and makes every
+ *    collection sweep at once, so the walk never yields garbage).
  *  - each_objects finishes any lazy sweep first, so it never yields garbage.
- *  - The callback may allocate, collect or raise: the depth is restored by rb_ensure.
+ *  - A walk that calls back into Ruby (each_objects) is owned by a hidden T_DATA object on
+ *    its C stack. It ends when the walk returns or raises (rb_ensure), or, for a walk that
+ *    never returns (suspended in a Fiber that is dropped: an Enumerator's `next` not run to
+ *    the end), when that object is freed with the Fiber's stack. So heap_walk_depth counts
+ *    only walks that can still resume, and one abandoned walk does not stop page release
+ *    and lazy sweeping for the rest of the process.
  */
 #include <stdlib.h>
 
@@ -14,7 +20,7 @@
 
 struct walk {
     mosaic_objspace_t *objspace;
-    struct mosaic_page **pages;
+    struct mosaic_page **pages;      /* the snapshot; NULL once the walk has ended */
     size_t count;
     int (*range_cb)(void *, void *, size_t, void *);
     void (*obj_cb)(VALUE, void *);
@@ -32,15 +38,42 @@ walk_snapshot(struct walk *w)
     objspace->heap_walk_depth++;
 }
 
-static VALUE
-walk_ensure(VALUE arg)
+/* Ends a walk once, whichever way comes first. */
+static void
+walk_end(struct walk *w)
 {
-    struct walk *w = (struct walk *)arg;
+    if (!w->pages) return;
     w->objspace->heap_walk_depth--;
     free(w->pages);
     w->pages = NULL;
+}
+
+static VALUE
+walk_ensure(VALUE arg)
+{
+    walk_end((struct walk *)arg);
     return Qnil;
 }
+
+static void
+walk_owner_free(void *ptr)
+{
+    walk_end(ptr);
+    ruby_xfree(ptr);
+}
+
+static size_t
+walk_owner_memsize(const void *ptr)
+{
+    const struct walk *w = ptr;
+    return sizeof(*w) + (w->pages ? w->count * sizeof(struct mosaic_page *) : 0);
+}
+
+static const rb_data_type_t walk_owner_type = {
+    "mosaic/heap_walk",
+    { NULL, walk_owner_free, walk_owner_memsize, },
+    0, 0, RUBY_TYPED_FREE_IMMEDIATELY
+};
 
 static VALUE
 walk_ranges(VALUE arg)
@@ -71,10 +104,16 @@ walk_objects(VALUE arg)
 void
 mosaic_each_objects(mosaic_objspace_t *objspace, int (*callback)(void *, void *, size_t, void *), void *data)
 {
+    struct walk *w;
+    /* Allocated first: a collection it triggers is swept by the gc_rest below. */
+    VALUE owner = TypedData_Make_Struct(0, struct walk, &walk_owner_type, w);
+    w->objspace = objspace;
+    w->range_cb = callback;
+    w->data = data;
     mosaic_gc_rest(objspace);
-    struct walk w = { objspace, NULL, 0, callback, NULL, data };
-    walk_snapshot(&w);
-    rb_ensure(walk_ranges, (VALUE)&w, walk_ensure, (VALUE)&w);
+    walk_snapshot(w);
+    rb_ensure(walk_ranges, (VALUE)w, walk_ensure, (VALUE)w);
+    RB_GC_GUARD(owner);
 }
 
 void

@@ -102,4 +102,28 @@ class TestMosaicCollect < Test::Unit::TestCase
       assert_operator GC.count, :>, c
     RUBY
   end
+
+  # Page bodies come from arenas, one mapping each: hundreds of new pages must not add
+  # hundreds of kernel mappings (a mapping per page capped the heap near vm.max_map_count,
+  # ~4 GiB, and made fork pay per page). (Review bug 2.)
+  def test_heap_growth_adds_few_memory_mappings
+    assert_gc_script(<<~'RUBY')
+      def mappings = File.readlines("/proc/self/maps").size
+      GC.start
+      pages0, maps0 = GC.stat(:heap_allocated_pages), mappings
+      keep = Array.new(600_000) { |i| "str#{i}" }
+      added_pages = GC.stat(:heap_allocated_pages) - pages0
+      added_maps = mappings - maps0
+      assert_operator added_pages, :>=, 300
+      assert_operator added_maps, :<=, added_pages / 16 + 8, "#{added_pages} pages added #{added_maps} mappings"
+      assert_equal "str599999", keep.last
+      keep = nil
+      GC.start
+      # Returning pages and growing again reuses the same arenas. (The default GC unmaps
+      # each freed page body on its own, so this half holds for Mosaic only.)
+      again = Array.new(600_000) { |i| "str#{i}" }
+      assert_operator mappings - maps0, :<=, added_pages / 16 + 8 if GC.config[:implementation] == "mosaic"
+      assert_equal "str599999", again.last
+    RUBY
+  end
 end

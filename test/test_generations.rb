@@ -92,4 +92,25 @@ class TestMosaicGenerations < Test::Unit::TestCase
     assert_predicate status, :success?, err
     assert_equal "false\n0\ntrue\n", out
   end
+
+  # With full marks disabled nothing may be promoted: an object that survives a few minor GCs
+  # and then dies would otherwise be old garbage that no GC frees until an explicit GC.start
+  # (the default GC stops aging too). (Review bug 4.)
+  def test_no_promotion_while_full_marks_are_disabled
+    assert_gc_script(<<~'RUBY', timeout: 300)
+      4.times { GC.start }
+      GC.config(rgengc_allow_full_mark: false)
+      old0, live0 = GC.stat(:old_objects), GC.stat(:heap_live_slots)
+      minor0 = GC.stat(:minor_gc_count)
+      30.times do
+        batch = Array.new(5_000) { Object.new }
+        6.times { 40_000.times { [] } }       # young garbage: minor GCs while the batch lives
+        batch.clear
+      end
+      assert_operator GC.stat(:minor_gc_count) - minor0, :>=, 10
+      assert_operator GC.stat(:old_objects) - old0, :<, 5_000
+      GC.start(full_mark: false)
+      assert_operator GC.stat(:heap_live_slots) - live0, :<, 20_000
+    RUBY
+  end
 end

@@ -35,4 +35,36 @@ class TestMosaicMalloc < Test::Unit::TestCase
       assert_operator GC.count, :>, c
     RUBY
   end
+
+  # A failed malloc is retried after a full GC, major_by :force, as in the default GC: old
+  # garbage may hold the big buffers. (Review bug 3: it used to be a minor GC.)
+  def test_failed_malloc_retries_after_a_major_gc
+    assert_gc_script(<<~'RUBY')
+      GC.start
+      major, minor = GC.stat(:major_gc_count), GC.stat(:minor_gc_count)
+      assert_raise(NoMemoryError) { String.new(capacity: 1 << 44) }
+      assert_operator GC.stat(:major_gc_count), :>, major
+      assert_equal minor, GC.stat(:minor_gc_count)
+      assert_equal :force, GC.latest_gc_info(:major_by)
+      assert_equal :malloc, GC.latest_gc_info(:gc_by)
+    RUBY
+  end
+
+  # GC.stress collects on malloc too, as the default GC does: an Array growing its buffer
+  # with no object allocation in between still sees collections.
+  def test_gc_stress_collects_on_malloc
+    assert_gc_script(<<~'RUBY')
+      a = []
+      100.times { |i| a << i }  # a heap buffer, so the pushes below realloc
+      c = GC.count
+      GC.stress = true
+      begin
+        1000.times { |i| a << i }
+      ensure
+        GC.stress = false
+      end
+      assert_operator GC.count - c, :>=, 5
+      assert_equal 1100, a.size
+    RUBY
+  end
 end
