@@ -130,4 +130,47 @@ class TestMosaicApi < Test::Unit::TestCase
   def test_verify_internal_consistency
     assert_nil GC.verify_internal_consistency
   end
+
+  # Keys must be Symbols, as in the default GC: a String key used to be ignored silently.
+  # (Review bug 11.)
+  def test_config_rejects_keys_that_are_not_symbols
+    assert_gc_script(<<~'RUBY')
+      before = GC.config
+      e = assert_raise(TypeError) { GC.config("rgengc_allow_full_mark" => false) }
+      assert_match(/wrong argument type String \(expected Symbol\)/, e.message)
+      assert_equal before, GC.config
+    RUBY
+  end
+
+  # Constraints between keys do not depend on their order in the Hash, and a negative size
+  # raises instead of wrapping to 2**64-1 (which turned malloc-triggered GCs off). Sizes
+  # that do not fit are taken as the largest. (Review bug 8 and its smaller findings.)
+  def test_config_checks_keys_together_and_rejects_negative_sizes
+    omit "Mosaic's keys" unless mosaic?
+    assert_gc_script(<<~'RUBY')
+      before = GC.config
+      assert_raise(ArgumentError) { GC.config(heap_free_slots_min_ratio: 0.5, heap_free_slots_max_ratio: 0.4) }
+      assert_raise(ArgumentError) { GC.config(heap_free_slots_max_ratio: 0.4, heap_free_slots_min_ratio: 0.5) }
+      assert_equal before, GC.config
+      cfg = GC.config(heap_free_slots_max_ratio: 0.9, heap_free_slots_min_ratio: 0.7)
+      assert_equal [0.7, 0.9], cfg.values_at(:heap_free_slots_min_ratio, :heap_free_slots_max_ratio)
+      GC.config(heap_free_slots_min_ratio: 0.2, heap_free_slots_max_ratio: 0.65)
+      cfg = GC.config
+      e = assert_raise(ArgumentError) { GC.config(malloc_limit_min: -1) }
+      assert_match(/malloc_limit_min must not be negative/, e.message)
+      assert_raise(ArgumentError) { GC.config(heap_growth_factor: Float::INFINITY) }
+      assert_raise(ArgumentError) { GC.config(oldobject_limit_factor: Float::NAN) }
+      assert_equal cfg, GC.config
+      big = GC.config(malloc_limit_max: 2**70)[:malloc_limit_max]
+      assert_kind_of Integer, big
+      assert_operator big, :>=, 2**60
+      # GC keeps working with extreme but valid values.
+      GC.config(heap_growth_factor: 1e300, oldobject_limit_factor: 1e300)
+      c = GC.count
+      200_000.times { Object.new }
+      GC.start
+      assert_operator GC.count, :>, c
+      assert_kind_of Integer, GC.stat(:old_objects_limit)
+    RUBY
+  end
 end

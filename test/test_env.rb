@@ -55,4 +55,26 @@ class TestMosaicEnv < Test::Unit::TestCase
     assert_predicate status, :success?
     assert_equal "false\n", out
   end
+
+  # Factors far out of the usual range are clamped, never converted with overflow: a huge
+  # old-object factor used to make every GC major, a huge growth factor made growth 0.
+  # Values that are not finite are rejected with a warning. (Review bug 8.)
+  def test_extreme_factors_are_clamped_and_non_finite_rejected
+    omit "Mosaic's pacing" unless mosaic?
+    code = "GC.start; 3.times { 300_000.times { Object.new } }; " \
+           "p GC.stat(:minor_gc_count) > 0, GC.latest_gc_info(:major_by), GC.stat(:old_objects_limit) >= 2**60"
+    out, err, status = run_with({ "RUBY_GC_HEAP_OLDOBJECT_LIMIT_FACTOR" => "1e300" }, code)
+    assert_predicate status, :success?, err
+    assert_equal "true\nnil\ntrue\n", out
+    out, err, status = run_with({ "RUBY_GC_HEAP_GROWTH_FACTOR" => "1e300" },
+                                "a = Array.new(300_000) { Object.new }; p GC.count < 5, a.size")
+    assert_predicate status, :success?, err
+    assert_equal "true\n300000\n", out
+    out, err, status = run_with({ "RUBY_GC_HEAP_GROWTH_FACTOR" => "inf", "RUBY_GC_HEAP_OLDOBJECT_LIMIT_FACTOR" => "nan" },
+                                "p GC.config[:heap_growth_factor], GC.config[:oldobject_limit_factor]")
+    assert_predicate status, :success?
+    assert_match(/invalid value for RUBY_GC_HEAP_GROWTH_FACTOR: inf/, err)
+    assert_match(/invalid value for RUBY_GC_HEAP_OLDOBJECT_LIMIT_FACTOR: nan/, err)
+    assert_equal "1.8\n2.0\n", out
+  end
 end

@@ -61,4 +61,57 @@ class TestMosaicWalk < Test::Unit::TestCase
       assert seen.all? { |a| a.is_a?(Array) }
     RUBY
   end
+
+  # A walk suspended in a Fiber that is dropped (Enumerator#next not run to the end) never
+  # runs its ensure clause. It must still end when its Fiber is freed: it used to keep every
+  # page from going back to the OS, and every GC sweeping at once, for the rest of the
+  # process. (Review bug 10.)
+  def test_abandoned_walk_does_not_pin_the_heap
+    assert_gc_script(<<~'RUBY', timeout: 300)
+      def pages_after_churn
+        GC.start
+        3.times do
+          a = Array.new(400_000) { "x" * 30 }
+          a.clear
+          4.times { GC.start }
+        end
+        GC.stat(:heap_allocated_pages)
+      end
+      def start_and_abandon_walk
+        e = ObjectSpace.each_object(String)
+        e.next
+        nil
+      end
+      plain = pages_after_churn
+      start_and_abandon_walk
+      4.times { GC.start }
+      after = pages_after_churn
+      assert_operator after, :<=, plain + plain / 4, "pages: #{plain} without the walk, #{after} after it"
+      if GC.config[:implementation] == "mosaic"  # a live walk makes Mosaic sweep at once
+        GC.start(immediate_sweep: false)
+        assert_equal false, GC.latest_gc_info(:immediate_sweep)
+      end
+    RUBY
+  end
+
+  # A suspended walk that can still resume keeps its pages: resuming it after collections
+  # that freed lots of pages yields only live objects.
+  def test_suspended_walk_resumes_safely_after_collections
+    assert_gc_script(<<~'RUBY', timeout: 300)
+      class Marker; end
+      keep = Array.new(2_000) { Marker.new }
+      e = ObjectSpace.each_object(Marker)
+      first = e.next
+      3.times do
+        a = Array.new(200_000) { Marker.new }
+        a.clear
+        3.times { GC.start }
+      end
+      seen = 1
+      loop { assert_kind_of Marker, e.next; seen += 1 }
+      assert_kind_of Marker, first
+      assert_operator seen, :>=, 1
+      keep.clear
+    RUBY
+  end
 end

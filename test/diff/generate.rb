@@ -1,0 +1,154 @@
+#!/usr/bin/env ruby
+# Usage: generate.rb SEED [--steps N]
+# Prints a self-contained, reproducible Ruby program (prelude.rb + random steps) to stdout.
+# Each step is one line between "#@@ steps" and "#@@ end", so the shrinker can delete any of
+# them; every step tolerates the absence of any other.
+module DiffGen
+  PRELUDE = File.join(__dir__, "prelude.rb")
+  NSLOTS = 12
+  STR_LENS = [0, 1, 7, 15, 16, 23, 24, 40, 55, 56, 63, 64, 100, 135, 136, 200, 295, 296, 400, 615, 616, 1000, 3000, 20_000].freeze
+  ARY_LENS = [0, 1, 2, 3, 4, 5, 8, 9, 17, 18, 19, 38, 39, 40, 77, 78, 79, 120, 300, 2000].freeze
+
+  def self.program(seed, nsteps = nil)
+    header = <<~H
+      # Mosaic difftest program, seed #{seed} (test/diff/generate.rb #{seed}).
+      # Run under two GCs and compare stdout: RUBY_GC_LIBRARY=default|mosaic ruby THIS_FILE
+    H
+    header + File.read(PRELUDE) + "\n#@@ steps\n" + steps(seed, nsteps).join("\n") + "\n#@@ end\nS.finish\n"
+  end
+
+  def self.steps(seed, nsteps = nil)
+    g = Gen.new(seed)
+    g.run(nsteps || 30 + g.r.rand(40))
+    g.out
+  end
+
+  class Gen
+    attr_reader :r, :out
+
+    def initialize(seed)
+      @r = Random.new(seed)
+      @out = []
+    end
+
+    def sd = @r.rand(1 << 30)
+    def slot = @r.rand(NSLOTS)
+    def pick(a) = a[@r.rand(a.size)]
+    def bool = @r.rand(2) == 0
+    def tri = pick([true, false, nil])
+    def emit(s) = @out << s
+    def call(m, *args) = emit("S.#{m}(#{args.map(&:inspect).join(', ')})")
+
+    def mode = pick(%i[old old young eph eph])
+
+    WEIGHTS = {
+      new_struct: 16, grow: 8, shrink: 6, mutate: 10, drop: 3, move: 2, take_id: 2, ident: 3,
+      freeze: 1, fin_slot: 2, gc: 12, age: 3, churn: 6, pool: 2, wm_new: 3, wm_put: 12,
+      wm_overwrite: 3, wm_del: 2, wm_unhold: 3, wkm_clear: 1, fin: 4, fin_undef: 1,
+      fin_shrink: 1, counted: 2, fiber_new: 2, fiber_poke: 3, fiber_end: 1, threads: 2,
+      ractor: 1, bg_start: 1, bg_poke: 1, bg_stop: 1, fork: 1, stress: 1, disabled: 2,
+      check: 5, check_gone: 2, old_map_young: 4
+    }.freeze
+    TOTAL = WEIGHTS.values.sum
+
+    def run(n)
+      call(:pool, 20 + @r.rand(200), sd) if @r.rand(4) != 0
+      if @r.rand(3) == 0
+        call(:wm_new, slot, bool)
+      end
+      while @out.size < n
+        x = @r.rand(TOTAL)
+        WEIGHTS.each do |k, w|
+          if x < w
+            send(k)
+            break
+          end
+          x -= w
+        end
+      end
+    end
+
+    def new_struct
+      s = slot
+      case @r.rand(8)
+      when 0 then call(:new_str, s, @r.rand(10) == 0 ? @r.rand(50_000) : pick(STR_LENS), sd)
+      when 1 then call(:new_ary, s, pick(ARY_LENS), sd)
+      when 2 then call(:new_hash, s, pick([0, 1, 7, 8, 9, 16, 17, 50, 300]), sd)
+      when 3 then call(:new_obj, s, @r.rand(4) == 0 ? @r.rand(120) : @r.rand(12), sd)
+      when 4 then call(:new_list, s, pick([1, 10, 100, 1000, 5000, 30_000]), sd)
+      when 5 then call(:new_tree, s, 2 + @r.rand(9), sd)
+      when 6 then call(:new_wide, s, pick([100, 1000, 5000, 20_000]), sd)
+      else call(:new_misc, s, sd)
+      end
+    end
+
+    def grow = call(:grow, slot, pick([1, 2, 5, 10, 40, 100, 700]), sd)
+    def shrink = call(:shrink, slot, pick([1, 2, 5, 10, 40, 100]), sd)
+    def mutate = call(:mutate, slot, pick([1, 3, 10, 50]), sd)
+    def drop = call(:drop, slot)
+    def move = call(:move, slot, slot)
+    def take_id = call(:take_id, slot)
+    def ident = call(:ident, slot, sd)
+    def freeze = call(:freeze, slot)
+    def fin_slot = call(:fin_slot, slot)
+
+    def gc
+      case @r.rand(4)
+      when 0 then call(:gc, tri, tri, tri)
+      when 1 then call(:gc, false, true, nil)
+      when 2 then call(:minor2)
+      else call(:gc, pick([true, false]), pick([true, false]), pick([true, false]))
+      end
+    end
+
+    def age = call(:age, pick([1, 2, 3, 4, 4]))
+    def churn = call(:churn, pick([500, 2000, 5000, 20_000]), @r.rand(5))
+    def pool = call(:pool, pick([10, 50, 200]), sd)
+    def wm_new = call(:wm_new, slot, bool)
+    def wm_put = call(:wm_put, slot, pick([1, 5, 20, 100, 300]), sd, mode, mode)
+    def wm_overwrite = call(:wm_overwrite, slot, pick([1, 5, 30]), sd, pick(%i[old young eph]))
+    def wm_del = call(:wm_del, slot, pick([1, 5, 30]), sd)
+    def wm_unhold = call(:wm_unhold, slot, pick([1, 5, 30, 100]), sd)
+    def wkm_clear = call(:wkm_clear, slot)
+    def fin = call(:fin, bool ? slot : nil, pick([1, 5, 20, 100]), sd)
+    def fin_undef = call(:fin_undef, slot, pick([1, 3, 10]))
+    def fin_shrink = call(:fin_shrink, slot, pick([1, 3, 10]))
+
+    def counted
+      n = pick([100, 500, 2000])
+      bool ? call(:counted, n, @r.rand(n / 2)) : call(:counted_drop, pick([10, 100, 1000]))
+    end
+
+    def fiber_new = call(:fiber_new, slot, pick([5, 20, 100]), sd)
+    def fiber_poke = call(:fiber_poke, slot, @r.rand(3000))
+    def fiber_end = call(:fiber_end, slot)
+    def threads = call(:threads, bool ? slot : nil, 2 + @r.rand(3), pick([10, 50, 200]), sd)
+    def ractor = call(:ractor, bool ? slot : nil, pick([5, 20, 80]), sd, bool)
+    def bg_start = call(:bg_start, slot, sd)
+    def bg_poke = call(:bg_poke, slot, pick([5, 20, 80]), sd)
+    def bg_stop = call(:bg_stop, slot)
+    def fork = call(:fork_check, sd)
+    def stress = call(:stress, pick([true, true, 1, 2, 4]), pick([5, 10, 30]), sd)
+    def disabled = call(:disabled, pick([100, 1000, 5000]), sd, bool)
+    def check = call(:check)
+    def check_gone = call(:check_gone)
+
+    # The generational trap: an old map, young referents, minor GCs only.
+    def old_map_young
+      s = slot
+      call(:wm_new, s, bool) if @r.rand(3) != 0
+      call(:age, 4) if @r.rand(4) != 0
+      @r.rand(1..3).times { call(:wm_put, s, pick([5, 20, 100]), sd, pick(%i[old young eph]), pick(%i[young eph])) }
+      call(:minor2) if @r.rand(4) != 0
+      call(:churn, pick([2000, 5000]), pick([0, 2, 2, 4]))
+      call(:gc, false, true, nil) if bool
+      call(pick(%i[check check check_gone]))
+    end
+  end
+end
+
+if $0 == __FILE__
+  seed = Integer(ARGV[0] || abort("usage: generate.rb SEED [--steps N]"))
+  i = ARGV.index("--steps")
+  print DiffGen.program(seed, i && Integer(ARGV[i + 1]))
+end

@@ -1,0 +1,1068 @@
+# ---- Mosaic difftest prelude (test/diff/prelude.rb) ----
+# A difftest program is this prelude followed by steps, one call per line, between the
+# "#@@ steps" and "#@@ end" markers. Every step is robust to any other step being removed
+# (the shrinker deletes lines), and everything printed to stdout is a fact the language
+# guarantees, never GC timing: the same program must print the same bytes under any GC.
+# Self-checks print "ERR ..." lines; a digest line at each checkpoint covers the contents.
+$stdout.sync = true
+Warning[:experimental] = false
+require "zlib"
+
+# Tagged objects: keys and values of weak maps, pool objects. Every one has a unique tag @t.
+module DTTagged
+  def t = @t
+end
+class DTKey
+  include DTTagged
+  def initialize(t, extra = 0)
+    @t = t
+    extra.times { |i| instance_variable_set(:"@x#{i}", i * 3) }
+  end
+end
+class DTVal
+  include DTTagged
+  def initialize(t, extra = 0)
+    @t = t
+    extra.times { |i| instance_variable_set(:"@y#{i}", "v#{i}") }
+  end
+end
+class DTStr < String
+  include DTTagged
+  def self.make(t) = new(B.kstr(t)).tap { |s| s.instance_variable_set(:@t, t) }
+end
+class DTNode; end
+class DTCell
+  attr_accessor :v, :n
+  def initialize(v, n) = (@v = v; @n = n)
+end
+class DTList
+  attr_accessor :head, :len
+  def initialize(head, len) = (@head = head; @len = len)
+end
+class DTFin
+  def initialize(t, extra) = (@t = t; extra.times { |i| instance_variable_set(:"@f#{i}", i) })
+end
+class DTCounted
+  def initialize(i) = (@i = i)
+end
+DTPoint = Struct.new(:x, :y, :z)
+DTData = Data.define(:a, :b)
+
+# B: pure builders and the digest; no global state, so Ractors can use them too.
+module B
+  MASK = 0xffffffff
+  def self.mix(h, v) = (((h ^ (v & MASK)) * 16777619) & MASK)
+  def self.crc(s) = Zlib.crc32(s)
+  def self.kstr(t) = "k#{t}-#{'x' * (t % 37)}"
+  # Lengths around the embedding limits of 40/80/160/320/640-byte slots.
+  STR_LENS = [0, 1, 7, 15, 16, 23, 24, 40, 55, 56, 63, 64, 100, 135, 136, 200, 295, 296, 400, 615, 616, 1000, 3000].freeze
+  ARY_LENS = [0, 1, 2, 3, 4, 5, 8, 9, 17, 18, 19, 38, 39, 40, 77, 78, 79, 120, 300].freeze
+
+  def self.str(r, len)
+    s = r.bytes((len + 1) / 2).unpack1("H*")[0, len]
+    s = s.b if r.rand(8) == 0
+    s
+  end
+
+  def self.leaf(r, depth = 0)
+    case r.rand(24)
+    when 0 then nil
+    when 1 then r.rand(1 << 30)
+    when 2 then (1 << (64 + r.rand(200))) + r.rand(1000)          # bignum
+    when 3 then r.rand * 10.0                                     # flonum
+    when 4 then 1.0e300 * (r.rand + 1)                            # heap float
+    when 5 then :"dsym_#{r.rand(300)}"                            # dynamic symbol
+    when 6 then :static_sym
+    when 7 then Rational(r.rand(100) + 1, r.rand(7) + 1)
+    when 8 then Complex(r.rand(9), r.rand(9))
+    when 9 then (r.rand(50)..r.rand(100))
+    when 10 then DTPoint.new(str(r, 5), r.rand(9), nil)
+    when 11 then DTData.new(a: str(r, 20), b: r.rand(5))
+    when 12 then str(r, 3).freeze
+    when 13 then obj(r, r.rand(12), depth + 1)
+    when 14 then depth < 2 ? ary(r, ARY_LENS.sample(random: r), depth + 1) : 0
+    when 15 then depth < 2 ? hash(r, r.rand(12), depth + 1) : 1
+    else str(r, STR_LENS.sample(random: r))
+    end
+  end
+
+  def self.ary(r, len, depth = 0) = Array.new(len) { leaf(r, depth + 1) }
+
+  def self.hkey(r, i)
+    case r.rand(4)
+    when 0 then "hk#{i}-#{r.rand(1000)}"
+    when 1 then i * 7919 + r.rand(7)
+    when 2 then :"hsym_#{i}_#{r.rand(50)}"
+    else str(r, 10 + r.rand(30))
+    end
+  end
+
+  def self.hash(r, n, depth = 0)
+    h = {}
+    n.times { |i| h[hkey(r, i)] = leaf(r, depth + 1) }
+    h
+  end
+
+  def self.ivname(r, i) = r.rand(5) == 0 ? :"@j#{r.rand(40)}" : :"@i#{i}"
+
+  def self.obj(r, nivars, depth = 0)
+    o = DTNode.new
+    nivars.times { |i| o.instance_variable_set(ivname(r, i), leaf(r, depth + 1)) }
+    o
+  end
+
+  def self.list(r, depth)
+    head = nil
+    depth.times { |i| head = DTCell.new(i % 7 == 0 ? str(r, r.rand(30)) : i, head) }
+    DTList.new(head, depth)
+  end
+
+  def self.tree(r, depth)
+    return leaf(r, 3) if depth == 0 || r.rand(9) == 0
+    [tree(r, depth - 1), tree(r, depth - 1), r.rand(100)]
+  end
+
+  def self.wide(r, n)
+    Array.new(n) do |i|
+      case i % 4
+      when 0 then "w#{i}"
+      when 1 then [i, "e#{i}"]
+      when 2 then DTNode.new.tap { |o| o.instance_variable_set(:@w, i) }
+      else str(r, STR_LENS.sample(random: r))
+      end
+    end
+  end
+
+  # A structure for threads and Ractors (no procs, classes or other unshareable oddities).
+  def self.build(r, size)
+    case r.rand(5)
+    when 0 then ary(r, size)
+    when 1 then hash(r, size)
+    when 2 then list(r, size * 4)
+    when 3 then wide(r, size * 4)
+    else obj(r, size % 90)
+    end
+  end
+
+  # A deterministic 32-bit digest of everything reachable from root: contents, shapes and the
+  # sharing structure (a second visit hashes the first visit's ordinal), never addresses or
+  # the process-seeded #hash. Iterative, so million-deep lists are fine.
+  def self.dig(root)
+    h = 2166136261
+    seen = {}.compare_by_identity
+    n = 0
+    st = [root]
+    until st.empty?
+      o = st.pop
+      case o
+      when nil then h = mix(h, 1); next
+      when true then h = mix(h, 2); next
+      when false then h = mix(h, 3); next
+      when Integer then h = mix(mix(h, 4), o % 4294967291); next
+      when Float then h = mix(mix(h, 5), crc(o.to_s)); next
+      when Symbol then h = mix(mix(h, 6), crc(o.name)); next
+      end
+      if (k = seen[o])
+        h = mix(mix(h, 7), k)
+        next
+      end
+      seen[o] = (n += 1)
+      case o
+      when String then h = mix(mix(mix(mix(h, 8), crc(o)), o.bytesize), crc(o.encoding.name))
+      when Array then h = mix(mix(h, 9), o.size); st.concat(o)
+      when Hash
+        h = mix(mix(h, 10), o.size)
+        h = mix(h, 11) if o.compare_by_identity?
+        o.each { |kk, vv| st << kk << vv }
+      when Struct then h = mix(h, 12); st.concat(o.to_a)
+      when Data then h = mix(h, 13); st.concat(o.to_h.values)
+      when Range then h = mix(h, o.exclude_end? ? 14 : 15); st << o.begin << o.end
+      when Rational, Complex then h = mix(mix(h, 16), crc(o.to_s))
+      when Proc then h = mix(h, 17); st << o.call if o.lambda? && o.arity == 0
+      when Thread::Queue then h = mix(mix(h, 18), o.size)
+      when Exception then h = mix(mix(h, 19), crc(o.message))
+      when Regexp then h = mix(mix(h, 20), crc(o.source))
+      when Module
+        h = mix(h, 21)
+        o.constants(false).sort.each { |c| h = mix(h, crc(c.name)); st << o.const_get(c) }
+      else
+        h = mix(mix(h, 22), crc(o.class.name || "anon"))
+      end
+      ivs = o.instance_variables
+      unless ivs.empty?
+        h = mix(h, ivs.size)
+        ivs.each { |iv| h = mix(h, crc(iv.name)); st << o.instance_variable_get(iv) }
+      end
+    end
+    h
+  end
+end
+
+# S: the program's state (root slots, weak-map models, finalizer bookkeeping) and the steps.
+module S
+  Entry = Struct.new(:kind, :obj, :dig, :id, :fintag, :idents)
+  WModel = Struct.new(:held, :last, :eph_total, :eph_keys, :eph_held_keys, :keep)
+  MUTABLE = %i[str ary hash obj list tree wide misc].freeze
+  $slots = []
+  $pool = []
+  $pool_set = {}.compare_by_identity
+  $tag = 0
+  $dead = []              # [object id, digest] of dropped slot objects
+  $fin_ids = {}           # tag => object id
+  $fin_live = {}          # tag => true while strongly held
+  $fin_undef = {}         # tag => true once undefined
+  $fin_ran = Hash.new(0)  # tag => times run
+  $fin_defined = 0
+  $fin_bad = []
+  $fin_done = false
+  $exiting = false
+  $nursery = Array.new(256)
+  $nursery_k = Array.new(256)
+  $nursery_i = 0
+  $counted = []
+  $counted_dropped = 0
+  $multi_ractor = false
+  $bg = {}                # slot => Ractor (long-lived)
+  $checks = 0
+  $errs = nil             # an Array while collecting errors quietly (fork child)
+
+  def self.tag = ($tag += 1)
+  def self.rng(seed) = Random.new(seed)
+
+  def self.err(msg)
+    if $errs then $errs << msg else puts "ERR #{msg}" end
+  end
+
+  def self.out(msg)
+    puts msg unless $errs
+  end
+
+  def self.get(slot, kinds = nil)
+    e = $slots[slot]
+    return nil unless e
+    return nil if kinds && !kinds.include?(e.kind)
+    e
+  end
+
+  def self.snap(e)
+    e.idents.map! { |x, id, _| [x, id, B.dig(x)] } if e.idents.is_a?(Array) && e.kind != :fin
+    e.dig = B.dig(e.obj)
+  end
+
+  # Replaces slot's content. The old object, if any, becomes garbage: remember its id.
+  def self.put(slot, kind, obj)
+    release(slot)
+    e = Entry.new(kind, obj, nil, nil, nil, [])
+    e.id = obj.object_id if slot.even?
+    snap(e) if MUTABLE.include?(kind) || kind == :frozen
+    $slots[slot] = e
+  end
+
+  def self.release(slot)
+    e = $slots[slot]
+    return unless e
+    $fin_live.delete(e.fintag) if e.fintag
+    if e.id && e.dig && $dead.size < 64
+      $dead << [e.id, e.dig]
+    end
+    if e.kind == :bg && (r = $bg.delete(slot))
+      stop_bg(r)
+    end
+    $slots[slot] = nil
+  end
+
+  # ---------------- structures ----------------
+
+  def self.new_str(slot, len, seed)
+    r = rng(seed)
+    s = B.str(r, len)
+    s = DTStr.make(tag) if len == 0 && r.rand(2) == 0
+    put(slot, :str, s)
+  end
+
+  def self.new_ary(slot, len, seed) = put(slot, :ary, B.ary(rng(seed), len))
+  def self.new_hash(slot, n, seed) = put(slot, :hash, B.hash(rng(seed), n))
+  def self.new_obj(slot, n, seed) = put(slot, :obj, B.obj(rng(seed), n))
+  def self.new_list(slot, depth, seed) = put(slot, :list, B.list(rng(seed), depth))
+  def self.new_tree(slot, depth, seed) = put(slot, :tree, [B.tree(rng(seed), depth)])
+  def self.new_wide(slot, n, seed) = put(slot, :wide, B.wide(rng(seed), n))
+
+  def self.new_misc(slot, seed)
+    r = rng(seed)
+    captured = B.str(r, 30)
+    klass = Class.new(DTNode)
+    klass.instance_variable_set(:@civ, B.str(r, 50))
+    klass.const_set(:K1, B.ary(r, 5))
+    mod = Module.new
+    mod.const_set(:M1, B.str(r, 200))
+    q = Thread::Queue.new
+    r.rand(10).times { q << B.leaf(r) }
+    set = Set.new(Array.new(r.rand(20)) { |i| "set#{i}" })
+    o = [klass, klass.new.tap { |x| x.instance_variable_set(:@m, B.str(r, 9)) }, mod,
+         -> { captured }, q, set.to_a, set, RuntimeError.new(B.str(r, 40)), Regexp.new("a#{r.rand(99)}b"),
+         DTPoint.new(B.leaf(r), B.leaf(r), B.leaf(r)), DTData.new(a: B.leaf(r), b: B.leaf(r)),
+         (1 << 200) + r.rand(9999), B.hash(r, 9).compare_by_identity, 1.0e305, "frozen-#{r.rand(9)}".freeze]
+    s = B.str(r, 20)
+    s.instance_variable_set(:@gen, B.ary(r, 3))   # generic ivars on a String
+    o << s
+    put(slot, :misc, o)
+  end
+
+  def self.dig_leaf(r) = B.leaf(r)
+
+  def self.grow(slot, n, seed)
+    e = get(slot, MUTABLE) or return
+    o = e.obj
+    return if o.frozen?
+    r = rng(seed)
+    case e.kind
+    when :str then r.rand(2) == 0 ? (o << B.str(r, n)) : o.insert(r.rand(o.size + 1), B.str(r, n))
+    when :ary, :wide
+      case r.rand(4)
+      when 0 then n.times { o << B.leaf(r) }
+      when 1 then o.concat(B.ary(r, n))
+      when 2 then n.times { o.unshift(B.leaf(r)) }
+      else o.insert(r.rand(o.size + 1), *B.ary(r, n))
+      end
+    when :hash then n.times { |i| o[B.hkey(r, 1000 + i)] = B.leaf(r) }
+    when :obj then n.times { |i| o.instance_variable_set(:"@g#{r.rand(n + 5)}", B.leaf(r)) }
+    when :list
+      (n * 10).times { |i| o.head = DTCell.new(i.even? ? B.str(r, r.rand(40)) : i, o.head) }
+      o.len += n * 10
+    when :tree then o << B.tree(r, 3)
+    when :misc then o << B.leaf(r) << B.str(r, n)
+    end
+    snap(e)
+  end
+
+  def self.shrink(slot, n, seed)
+    e = get(slot, MUTABLE) or return
+    o = e.obj
+    return if o.frozen?
+    r = rng(seed)
+    case e.kind
+    when :str
+      case r.rand(3)
+      when 0 then o.slice!(0, n)
+      when 1 then o.replace(o[0, [o.size - n, 0].max])
+      else o.chop! while o.size > 0 && (n -= 1) >= 0
+      end
+    when :ary, :wide, :tree, :misc
+      case r.rand(5)
+      when 0 then o.pop(n)
+      when 1 then o.shift(n)
+      when 2 then o.slice!(r.rand(o.size + 1), n)
+      when 3 then o.compact!
+      else o.clear if r.rand(4) == 0
+      end
+    when :hash
+      case r.rand(3)
+      when 0 then n.times { o.shift }
+      when 1 then o.keys.sample(n, random: r).each { |k| o.delete(k) }
+      else o.reject! { |k, _| k.is_a?(Integer) }
+      end
+    when :obj
+      o.instance_variables.sample(n, random: r).each { |iv| o.remove_instance_variable(iv) }
+    when :list
+      (n * 10).times { break unless o.head; o.head = o.head.n; o.len -= 1 }
+    end
+    snap(e)
+  end
+
+  # Old structures get young children (the write barrier's job).
+  def self.mutate(slot, n, seed)
+    e = get(slot, MUTABLE) or return
+    o = e.obj
+    return if o.frozen?
+    r = rng(seed)
+    case e.kind
+    when :str
+      n.times { o.setbyte(r.rand(o.bytesize), 97 + r.rand(26)) if o.bytesize > 0 }
+      o.upcase! if r.rand(3) == 0
+    when :ary, :wide, :misc
+      n.times { o[r.rand(o.size)] = B.leaf(r) if o.size > 0 }
+      o.rotate!(r.rand(5)) if r.rand(4) == 0
+    when :hash
+      ks = o.keys
+      n.times { o[ks[r.rand(ks.size)]] = B.leaf(r) if ks.size > 0 }
+    when :obj
+      ivs = o.instance_variables
+      n.times { o.instance_variable_set(ivs[r.rand(ivs.size)], B.leaf(r)) if ivs.size > 0 }
+    when :list
+      c = o.head
+      i = 0
+      while c
+        c.v = B.str(r, r.rand(50)) if i % (n + 1) == 0
+        c = c.n
+        i += 1
+      end
+    when :tree
+      n.times do
+        next if o.empty?
+        t = o
+        i = r.rand(t.size)
+        while t[i].is_a?(Array) && t[i].size == 3 && !t[i].frozen? && r.rand(6) != 0
+          t = t[i]
+          i = r.rand(2)
+        end
+        t[i] = B.tree(r, 2)
+      end
+    end
+    snap(e)
+  end
+
+  def self.drop(slot) = release(slot)
+
+  def self.move(a, b)
+    e = $slots[a] or return
+    return if a == b
+    release(b)
+    $slots[b] = e
+    $slots[a] = nil
+    $bg[b] = $bg.delete(a) if $bg.key?(a)
+  end
+
+  def self.take_id(slot)
+    e = $slots[slot] or return
+    e.id ||= e.obj.object_id
+  end
+
+  # Identity of inner objects (old children, young children) is checked too.
+  def self.ident(slot, seed)
+    e = get(slot, %i[ary wide tree misc frozen]) or return
+    o = e.obj
+    return if o.empty?
+    r = rng(seed)
+    x = o[r.rand(o.size)]
+    return if x.nil? || x == true || x == false || x.is_a?(Integer) || x.is_a?(Symbol) || x.is_a?(Float)
+    e.idents << [x, x.object_id, B.dig(x)]
+    e.idents.shift if e.idents.size > 4
+  end
+
+  def self.freeze(slot)
+    e = get(slot, MUTABLE) or return
+    return if e.fintag
+    e.obj.freeze
+    e.kind = :frozen
+  end
+
+  # ---------------- GC control ----------------
+
+  def self.gc(full, sweep, mark)
+    kw = {}
+    kw[:full_mark] = full unless full.nil?
+    kw[:immediate_sweep] = sweep unless sweep.nil?
+    kw[:immediate_mark] = mark unless mark.nil?
+    GC.start(**kw)
+  end
+
+  def self.age(n = 4) = n.times { GC.start }
+
+  def self.minor2
+    GC.start(full_mark: false, immediate_sweep: true)
+    GC.start(full_mark: false, immediate_sweep: true)
+  end
+
+  def self.nstr(k) = "n#{k}-#{'y' * (k % 50)}"
+
+  # Short-lived allocation (minor GCs happen on their own), a few survivors kept in an old ring.
+  def self.churn(n, kind)
+    k = 0
+    n.times do |i|
+      case kind
+      when 0 then x = "c#{i}"
+      when 1 then x = Array.new(i % 20)
+      when 2 then x = DTVal.new(-1, i % 10)
+      when 3 then x = { a: i, b: "h#{i}" }
+      else x = "s" * (i % 700)
+      end
+      if i % 97 == 0
+        j = ($nursery_i += 1) % $nursery.size
+        k = $nursery_i
+        $nursery[j] = nstr(k)
+        $nursery_k[j] = k
+      end
+    end
+    x = nil
+  end
+
+  def self.stress(mode, n, seed)
+    GC.stress = mode
+    begin
+      a = B.ary(rng(seed), n)
+      o = B.obj(rng(seed + 1), n % 20)
+    ensure
+      GC.stress = false
+    end
+    out "stress: #{B.dig(a)} #{B.dig(o)}"
+  end
+
+  def self.disabled(n, seed, start)
+    was = GC.disable
+    a = B.wide(rng(seed), n)
+    GC.start if start
+    now = GC.enable
+    out "disabled: #{was} #{now} #{B.dig(a)}"
+  end
+
+  # A deep chain of C frames (Array#each -> block -> ...) overwrites stale words on the machine
+  # stack, so conservative scanning keeps less dead garbage alive.
+  def self.scrub(n = 120)
+    return 0 if n == 0
+    a = b = c = nil
+    [n].each { |m| a = scrub(m - 1) }
+    a.to_i + (b || 0) + (c || 0)
+  end
+
+  # ---------------- weak maps ----------------
+
+  def self.wm_new(slot, keyed)
+    m = keyed ? ObjectSpace::WeakKeyMap.new : ObjectSpace::WeakMap.new
+    put(slot, keyed ? :wkm : :wm, m)
+    $slots[slot].idents = WModel.new({}.compare_by_identity, {}, 0, [], [], [])
+  end
+
+  def self.pool(n, seed)
+    r = rng(seed)
+    n.times { |i| o = fresh(r); $pool << o; $pool_set[o] = true }
+  end
+
+  def self.fresh(r, key_str = false)
+    t = tag
+    return DTStr.make(t) if key_str
+    case r.rand(4)
+    when 0 then DTKey.new(t, r.rand(4) == 0 ? r.rand(60) : r.rand(3))
+    when 1 then DTVal.new(t, r.rand(10))
+    when 2 then DTStr.make(t)
+    else DTKey.new(t, 10 + r.rand(20))
+    end
+  end
+
+  def self.pick(r, mode, model, key_str = false)
+    return fresh(r, key_str) if mode != :old || $pool.empty?
+    $pool[r.rand($pool.size)]
+  end
+
+  # kmode/vmode: :old (pool, aged), :young (fresh, held by the model), :eph (fresh, unreachable).
+  def self.wm_put(slot, n, seed, kmode, vmode)
+    e = get(slot, %i[wm wkm]) or return
+    m = e.obj
+    md = e.idents
+    r = rng(seed)
+    keyed = e.kind == :wkm
+    vmode = :young if keyed && vmode == :eph   # a WeakKeyMap holds its values strongly
+    n.times do
+      k = pick(r, kmode, md, keyed && kmode == :eph)
+      v = pick(r, vmode, md)
+      m[k] = v
+      md.last[k.t] = v.t
+      if kmode == :eph || vmode == :eph
+        md.held.delete(k)
+        md.eph_total += 1
+        md.eph_keys << k.t if keyed
+        md.eph_keys.shift if md.eph_keys.size > 300
+        if kmode != :eph
+          md.eph_held_keys << k
+          md.eph_held_keys.shift if md.eph_held_keys.size > 300
+        elsif vmode != :eph && !$pool_set.key?(v)
+          md.keep << v
+        end
+      else
+        md.held[k] = v
+      end
+    end
+    k = v = nil
+  end
+
+  def self.wm_overwrite(slot, n, seed, vmode)
+    e = get(slot, %i[wm wkm]) or return
+    m = e.obj
+    md = e.idents
+    r = rng(seed)
+    vmode = :young if e.kind == :wkm && vmode == :eph
+    md.held.keys.sample(n, random: r).each do |k|
+      v = pick(r, vmode, md)
+      m[k] = v
+      md.last[k.t] = v.t
+      if vmode == :eph
+        md.held.delete(k)
+        md.eph_total += 1
+        md.eph_held_keys << k
+      else
+        md.held[k] = v
+      end
+    end
+    nil
+  end
+
+  def self.wm_del(slot, n, seed)
+    e = get(slot, %i[wm wkm]) or return
+    md = e.idents
+    md.held.keys.sample(n, random: rng(seed)).each do |k|
+      v = md.held.delete(k)
+      got = e.obj.delete(k)
+      md.last.delete(k.t)
+      err "#{e.kind} slot #{slot}: delete returned the wrong value" unless got.equal?(v)
+    end
+    nil
+  end
+
+  # Stop holding some entries whose key is fresh: the key becomes unreachable.
+  def self.wm_unhold(slot, n, seed)
+    e = get(slot, %i[wm wkm]) or return
+    md = e.idents
+    ks = md.held.keys.reject { |k| $pool_set.key?(k) }.sample(n, random: rng(seed))
+    ks.each do |k|
+      md.held.delete(k)
+      md.eph_total += 1
+      md.eph_keys << k.t if e.kind == :wkm && k.is_a?(DTStr)
+    end
+    ks = nil
+  end
+
+  def self.wkm_clear(slot)
+    e = get(slot, %i[wkm]) or return
+    e.obj.clear
+    e.idents = WModel.new({}.compare_by_identity, {}, 0, [], [], [])
+  end
+
+  def self.tagged_ok(x, want_tag) = !x.nil? && DTTagged === x && x.t == want_tag
+
+  def self.check_weak(slot, e, gone)
+    m = e.obj
+    md = e.idents
+    bad = 0
+    md.held.each do |k, v|
+      x = m[k]
+      unless x.equal?(v) && m.key?(k)
+        bad += 1
+        err "#{e.kind} slot #{slot}: held key #{k.t} maps to #{describe(x)}, want #{v.t}" if bad <= 3
+      end
+      if e.kind == :wkm && !m.getkey(k).equal?(k)
+        bad += 1
+        err "wkm slot #{slot}: getkey of held key #{k.t} gives #{describe(m.getkey(k))}" if bad <= 3
+      end
+    end
+    md.eph_held_keys.each do |k|
+      next if md.held.key?(k)
+      x = m[k]
+      want = md.last[k.t]
+      next if x.nil?
+      next if want && tagged_ok(x, want)
+      bad += 1
+      err "#{e.kind} slot #{slot}: key #{k.t} (value unreachable) maps to #{describe(x)}, want nil or #{want.inspect}" if bad <= 3
+    end
+    if e.kind == :wm
+      live = 0
+      eph_left = 0
+      m.each_pair do |k, v|
+        live += 1
+        unless DTTagged === k && DTTagged === v && md.last[k.t] == v.t
+          bad += 1
+          err "wm slot #{slot}: entry #{describe(k)} => #{describe(v)} was never stored" if bad <= 3
+          next
+        end
+        eph_left += 1 unless md.held.key?(k)
+      end
+      if gone
+        ok = eph_left <= md.eph_total / 10 + 8
+        out "  wm slot #{slot}: held=#{md.held.size} dead-entries-gone=#{ok}"
+        err "wm slot #{slot}: #{eph_left} of #{md.eph_total} dead entries remain after a full GC" unless ok
+      end
+    else
+      md.eph_keys.each do |t|
+        probe = B.kstr(t)
+        x = m[probe]
+        if !x.nil? && !tagged_ok(x, md.last[t])
+          bad += 1
+          err "wkm slot #{slot}: dead key #{t} maps to #{describe(x)}" if bad <= 3
+        end
+        g = m.getkey(probe)
+        if !g.nil? && !(DTStr === g && g.t == t && g == probe)
+          bad += 1
+          err "wkm slot #{slot}: getkey of dead key #{t} gives #{describe(g)}" if bad <= 3
+        end
+      end
+      if gone
+        size = m.inspect[/size=(\d+)/, 1].to_i
+        eph_left = size - md.held.size
+        ok = eph_left >= 0 && eph_left <= md.eph_total / 10 + 8
+        out "  wkm slot #{slot}: held=#{md.held.size} dead-keys-gone=#{ok}"
+        err "wkm slot #{slot}: size #{size}, #{md.held.size} held, #{md.eph_total} dead keys" unless ok
+      end
+    end
+    bad
+  end
+
+  def self.describe(x)
+    return "nil" if x.nil?
+    return "#{x.class}(t=#{x.t})" if DTTagged === x
+    x.class.to_s
+  rescue Exception => ex
+    "<#{ex.class}>"
+  end
+
+  # ---------------- finalizers ----------------
+
+  def self.fin_proc(t) = proc { |id| S.fin_ran(t, id) }
+
+  def self.fin_ran(t, id)
+    $fin_ran[t] += 1
+    $fin_bad << "finalizer #{t} ran while its object was held" if $fin_live[t]
+    $fin_bad << "finalizer #{t} ran twice" if $fin_ran[t] > 1
+    $fin_bad << "finalizer #{t} ran after undefine_finalizer" if $fin_undef[t]
+    $fin_bad << "finalizer #{t} got the wrong object id" if $fin_ids[t] != id
+    if $exiting
+      if $fin_done
+        puts "ERR finalizer #{t} ran after all had run"
+      elsif $fin_ran.size >= $fin_defined
+        $fin_done = true
+        $fin_bad.uniq.first(5).each { |b| puts "ERR #{b}" }
+        puts "finalizers: #{$fin_defined} defined, #{$fin_ran.size} ran, #{$fin_bad.size} problems"
+      end
+    end
+  end
+
+  def self.define_fin(o, held)
+    t = tag
+    $fin_ids[t] = o.object_id
+    $fin_live[t] = true if held
+    $fin_defined += 1
+    ObjectSpace.define_finalizer(o, fin_proc(t))
+    t
+  end
+
+  # n objects with finalizers, held in slot (or dropped at once when slot is nil).
+  def self.fin(slot, n, seed)
+    r = rng(seed)
+    objs = Array.new(n) { DTFin.new(0, r.rand(30)) }
+    tags = objs.map { |o| define_fin(o, !slot.nil?) }
+    if slot
+      put(slot, :fin, objs)
+      $slots[slot].idents = tags
+    end
+    objs = nil
+  end
+
+  def self.fin_undef(slot, n)
+    e = get(slot, %i[fin]) or return
+    e.obj.first(n).each_with_index do |o, i|
+      t = e.idents[i]
+      next if $fin_undef[t]
+      ObjectSpace.undefine_finalizer(o)
+      $fin_undef[t] = true
+      $fin_defined -= 1
+    end
+  end
+
+  def self.fin_shrink(slot, n)
+    e = get(slot, %i[fin]) or return
+    n.times do
+      break if e.obj.empty?
+      t = e.idents.pop
+      $fin_live.delete(t)
+      e.obj.pop
+    end
+  end
+
+  def self.fin_slot(slot)
+    e = get(slot, %i[str ary hash obj list wide]) or return
+    return if e.fintag || e.obj.frozen?
+    e.fintag = define_fin(e.obj, true)
+  end
+
+  # ---------------- object ids, each_object ----------------
+
+  def self.counted(n, keep)
+    keep.times { |i| $counted << DTCounted.new(i) }
+    (n - keep).times { |i| DTCounted.new(i) }
+    $counted_dropped += n - keep
+    nil
+  end
+
+  def self.counted_drop(n)
+    n = [n, $counted.size].min
+    $counted.pop(n)
+    $counted_dropped += n
+  end
+
+  # ---------------- fibers, threads, Ractors, fork ----------------
+
+  def self.fiber_new(slot, size, seed)
+    f = Fiber.new do |cmd|
+      mine = B.build(Random.new(seed), size)   # only this fiber's stack holds it
+      more = B.str(Random.new(seed + 1), 300)
+      d = B.dig(mine) ^ B.dig(more)
+      loop do
+        cmd = Fiber.yield(d)
+        now = B.dig(mine) ^ B.dig(more)
+        break [now == d, now] if cmd == :stop
+        if cmd == :check
+          d = -1 if now != d
+          next
+        end
+        Array.new(cmd) { |i| "garbage#{i}" }
+        more = B.str(Random.new(cmd), 100 + cmd % 700)
+        mine = [mine, B.ary(Random.new(cmd), cmd % 40)] if cmd.odd?
+        d = B.dig(mine) ^ B.dig(more)
+      end
+    end
+    put(slot, :fiber, f)
+    $slots[slot].dig = f.resume(nil)
+  end
+
+  def self.fiber_poke(slot, n)
+    e = get(slot, %i[fiber]) or return
+    e.dig = e.obj.resume(n)
+  end
+
+  def self.fiber_end(slot)
+    e = get(slot, %i[fiber]) or return
+    ok, d = e.obj.resume(:stop)
+    err "fiber slot #{slot}: its locals changed" unless ok
+    out "fiber: #{d}"
+    release(slot)
+  end
+
+  def self.threads(slot, n, size, seed)
+    ts = Array.new(n) do |i|
+      Thread.new(seed + i) do |sd|
+        o = B.build(Random.new(sd), size)
+        GC.start(full_mark: sd.odd?) if sd % 3 == 0
+        Array.new(size * 10) { |j| "t#{j}" }
+        [B.dig(o), o]
+      end
+    end
+    res = ts.map(&:value)
+    res.each_with_index { |(d, o), i| err "thread #{i}: its structure changed" unless B.dig(o) == d }
+    out "threads: #{res.map(&:first).join(' ')}"
+    put(slot, :ary, res.map(&:last)) if slot
+  end
+
+  def self.ractor(slot, size, seed, shareable)
+    $multi_ractor = true
+    r = Ractor.new(size, seed, shareable) do |sz, sd, sh|
+      o = B.build(Random.new(sd), sz)
+      Array.new(sz * 20) { |j| "r#{j}" }
+      GC.start if sd.odd?
+      d = B.dig(o)
+      o = Ractor.make_shareable(o) if sh
+      [d, o]
+    end
+    d, o = r.take
+    err "ractor: the structure it returned changed" unless B.dig(o) == d
+    out "ractor: #{d}"
+    put(slot, shareable ? :frozen : :ary, o) if slot
+  end
+
+  def self.bg_start(slot, seed)
+    $multi_ractor = true
+    r = Ractor.new(seed) do |sd|
+      keep = [B.build(Random.new(sd), 30)]
+      loop do
+        m = Ractor.receive
+        break if m == :stop
+        sz, s2 = m
+        keep << B.build(Random.new(s2), sz)
+        keep.shift if keep.size > 3
+        Array.new(sz * 30) { |j| "bg#{j}" }
+        GC.start(full_mark: s2.odd?)
+        Ractor.yield(keep.map { |x| B.dig(x) })
+      end
+      keep.map { |x| B.dig(x) }
+    end
+    put(slot, :bg, r)
+    $bg[slot] = r
+  end
+
+  def self.bg_poke(slot, size, seed)
+    r = $bg[slot] or return
+    r.send([size, seed])
+    out "bg: #{r.take.join(' ')}"
+  end
+
+  def self.stop_bg(r)
+    r.send(:stop)
+    out "bg stop: #{r.take.join(' ')}"
+  end
+
+  def self.bg_stop(slot)
+    release(slot) if $bg[slot]
+  end
+
+  def self.fork_check(seed)
+    d = state_digest
+    rd, wr = IO.pipe
+    pid = fork do
+      rd.close
+      msg = "?"
+      begin
+        $errs = []
+        churn(3000 + seed % 5000, seed % 5)
+        GC.start(full_mark: seed.odd?)
+        check_all(false)
+        GC.start
+        v = begin
+          GC.verify_internal_consistency
+          "ok"
+        rescue Exception => ex
+          "verify-failed(#{ex.class})"
+        end
+        msg = "#{state_digest == d} #{$errs.size} #{v} #{$errs.first}"
+      rescue Exception => ex
+        msg = "exception #{ex.class}: #{ex.message}"
+      ensure
+        wr.write(msg)
+        wr.close
+        exit!(0)
+      end
+    end
+    wr.close
+    msg = rd.read
+    rd.close
+    _, st = Process.wait2(pid)
+    out "fork: exit=#{st.exitstatus.inspect} signal=#{st.termsig.inspect} child=#{msg}"
+    err "fork child: #{msg}" unless msg.start_with?("true 0 ok")
+  end
+
+  # ---------------- checks ----------------
+
+  def self.state_digest
+    h = 0
+    $slots.each_with_index do |e, i|
+      next unless e && e.dig
+      h = B.mix(B.mix(h, i), e.dig)
+    end
+    h
+  end
+
+  def self.check_all(gone)
+    bad = 0
+    ids = {}
+    $slots.each_with_index do |e, i|
+      next unless e
+      o = e.obj
+      if e.dig && %i[str ary hash obj list tree wide misc frozen fin].include?(e.kind)
+        now = B.dig(o)
+        if now != e.dig
+          bad += 1
+          err "slot #{i} (#{e.kind}): contents changed"
+        end
+      end
+      if e.kind == :fiber && !o.alive?
+        err "fiber slot #{i}: died"
+      end
+      if e.id
+        if o.object_id != e.id
+          bad += 1
+          err "slot #{i} (#{e.kind}): object_id changed"
+        end
+        if ids[e.id]
+          bad += 1
+          err "slot #{i}: object_id shared with slot #{ids[e.id]}"
+        end
+        ids[e.id] = i
+        begin
+          x = ObjectSpace._id2ref(e.id)
+          unless x.equal?(o)
+            bad += 1
+            err "slot #{i}: _id2ref gives another object"
+          end
+        rescue RangeError
+          unless $multi_ractor
+            bad += 1
+            err "slot #{i}: _id2ref of a live object raised"
+          end
+        end
+      end
+      e.idents.each do |x, id, d|
+        if x.object_id != id || B.dig(x) != d
+          bad += 1
+          err "slot #{i}: an inner object changed identity or contents"
+        end
+      end if e.kind != :wm && e.kind != :wkm && e.kind != :fin
+      bad += check_weak(i, e, gone) if e.kind == :wm || e.kind == :wkm
+    end
+    $dead.each do |id, d|
+      x = begin
+        ObjectSpace._id2ref(id)
+      rescue RangeError
+        nil
+      end
+      if x && B.dig(x) != d
+        bad += 1
+        err "a dropped object's id now names another object"
+      end
+    end
+    $nursery.each_with_index do |s, j|
+      next unless s
+      unless s == nstr($nursery_k[j])
+        bad += 1
+        err "nursery #{j} changed"
+        break
+      end
+    end
+    $pool.each do |o|
+      unless DTTagged === o && (!o.is_a?(DTStr) || o == B.kstr(o.t))
+        bad += 1
+        err "pool object changed"
+        break
+      end
+    end
+    # Every held object of a class is found by each_object (garbage may be found too). Once
+    # a Ractor has run, each_object yields only shareable objects: nothing to check then.
+    bad += check_each_object(gone) unless $multi_ractor
+    unless $fin_bad.empty?
+      $fin_bad.uniq.first(3).each { |b| err b }
+      $fin_bad.clear unless $errs
+      bad += 1
+    end
+    bad
+  end
+
+  def self.check_each_object(gone)
+    bad = 0
+    found = {}.compare_by_identity
+    ObjectSpace.each_object(DTKey) { |o| found[o] = true }
+    ObjectSpace.each_object(DTCounted) { |o| found[o] = true }
+    miss = $pool.count { |o| o.is_a?(DTKey) && !found[o] } + $counted.count { |o| !found[o] }
+    if miss > 0
+      bad += 1
+      err "each_object missed #{miss} held objects"
+    end
+    if gone
+      c = ObjectSpace.each_object(DTCounted).count
+      ok = c >= $counted.size && c <= $counted.size + $counted_dropped / 10 + 16
+      out "  counted: held=#{$counted.size} dead-gone=#{ok}"
+      err "each_object(DTCounted) found #{c}, #{$counted.size} held, #{$counted_dropped} dropped" unless ok
+    end
+    bad
+  end
+
+  def self.check
+    $checks += 1
+    check_all(false)
+    out "check #{$checks}: #{$slots.compact.map(&:kind).join(',')} digest=#{state_digest}"
+  end
+
+  # Dead weak entries and dead objects must be (nearly all) gone after a full GC.
+  def self.check_gone
+    $checks += 1
+    scrub
+    GC.start
+    GC.start   # a WeakKeyMap drops entries whose keys died at its next marking
+    out "check #{$checks} (after a full GC):"
+    check_all(true)
+    out "  digest=#{state_digest}"
+  end
+
+  def self.finish
+    $bg.keys.each { |s| release(s) }
+    check_gone
+    $fin_sentinel = DTFin.new(0, 0)
+    define_fin($fin_sentinel, false)
+    out "end"
+    $fin_live.clear   # at exit every finalizer runs, held or not
+    $exiting = true
+  end
+end
