@@ -198,6 +198,21 @@ mosaic_new_obj(mosaic_objspace_t *objspace, struct mosaic_cache *cache, VALUE kl
         new_obj_slow_checks(objspace);
     }
 
+#if MOSAIC_CHECK
+    /* The stress gate (MOSAIC_STRESS_MINOR=N): a collection every N allocations, minor unless
+     * the pacer asks for a major, so minor GCs run at every kind of moment. A collection costs
+     * O(heap) (finishing the sweep), so on a big heap the interval stretches to 1/32 of the
+     * live slots: small heaps, most tests, get a GC every N allocations; a program with
+     * millions of live objects is slowed by a bounded factor instead of quadratically. */
+    if (objspace->params.stress_minor_every && !objspace->dont_gc &&
+            --objspace->stress_minor_countdown == 0) {
+        size_t interval = mosaic_live_slots(objspace) / 32;
+        if (interval < objspace->params.stress_minor_every) interval = objspace->params.stress_minor_every;
+        objspace->stress_minor_countdown = interval;
+        mosaic_collect(objspace, MOSAIC_REASON_STRESS);
+    }
+#endif
+
     struct mosaic_free_slot *slot = cache->heaps[heap_index].freelist;
     if (RB_UNLIKELY(!slot)) {
         slot = cache_refill(objspace, cache, heap_index);

@@ -48,6 +48,25 @@ gc_allowed_here(void)
     return ruby_native_thread_p();
 }
 
+/* Every collection is verified in the checking build, except stress collections (GC.stress,
+ * MOSAIC_STRESS_MINOR): those are verified once a quarter of the live slots were allocated
+ * since the last check. Verifying is O(heap), so checking a big heap every few allocations
+ * would be quadratic; amortized, it costs O(1) per allocation, and a small heap is still
+ * checked after every GC. A broken invariant persists, so it is caught a few GCs later at
+ * most. */
+static bool
+verify_due(mosaic_objspace_t *objspace, unsigned int reason)
+{
+    size_t allocated = 0;
+    for (int i = 0; i < MOSAIC_HEAP_COUNT; i++) allocated += mosaic_heap_total_allocated(objspace, i);
+    if ((reason & MOSAIC_REASON_STRESS) &&
+            allocated - objspace->stress_verified_at < mosaic_live_slots(objspace) / 4) {
+        return false;
+    }
+    objspace->stress_verified_at = allocated;
+    return true;
+}
+
 /* Runs one full collection. Returns false when the GC did not run (disabled, not ready). */
 bool
 mosaic_collect(mosaic_objspace_t *objspace, unsigned int reason)
@@ -150,7 +169,7 @@ mosaic_collect(mosaic_objspace_t *objspace, unsigned int reason)
         rb_postponed_job_trigger(objspace->finalize_job);
     }
 
-    if (MOSAIC_CHECK || objspace->params.verify_after_gc) {
+    if ((MOSAIC_CHECK || objspace->params.verify_after_gc) && verify_due(objspace, reason)) {
         /* The checker finishes a lazy sweep first; it stops with rb_bug on a broken heap. */
         mosaic_verify_heap(objspace, true);
     }

@@ -26,6 +26,7 @@
  * | RUBY_GC_HEAP_REMEMBERED_WB_UNPROTECTED_OBJECTS_LIMIT_RATIO | 0.01 | old wb-unprotected / old |
  * | MOSAIC_GENERATIONAL                   | 1       | 0: every GC is a major (full) GC          |
  * | MOSAIC_VERIFY                         | 0       | 1: verify the heap after every GC (slow)  |
+ * | MOSAIC_STRESS_MINOR                   | 0 (off) | checking build: a GC every N allocations  |
  */
 #include <ctype.h>
 #include <math.h>
@@ -56,10 +57,12 @@ mosaic_params_defaults(struct mosaic_params *params)
     params->wb_unprotected_limit_ratio = 0.01;
 }
 
+/* -w echoes accepted RUBY_GC_* values as the default GC does; Mosaic's own variables (debug
+ * switches such as MOSAIC_STRESS_MINOR) stay quiet, so they can be set for a whole test run. */
 static bool
-verbose_p(void)
+echo_p(const char *name)
 {
-    return RTEST(ruby_verbose);
+    return RTEST(ruby_verbose) && strncmp(name, "RUBY_GC_", 8) == 0;
 }
 
 /* Reads a size (accepts k/m/g suffixes). Returns true when the value was accepted. */
@@ -90,7 +93,7 @@ env_size(const char *name, size_t *value, size_t lower_bound)
                 name, val, lower_bound, *value);
         return false;
     }
-    if (verbose_p()) fprintf(stderr, "%s=%zu (default value: %zu)\n", name, val, *value);
+    if (echo_p(name)) fprintf(stderr, "%s=%zu (default value: %zu)\n", name, val, *value);
     *value = val;
     return true;
 }
@@ -116,7 +119,7 @@ env_double(const char *name, double *value, double lower, double upper, bool acc
             return false;
         }
     }
-    if (verbose_p()) fprintf(stderr, "%s=%f (default value: %f)\n", name, v, *value);
+    if (echo_p(name)) fprintf(stderr, "%s=%f (default value: %f)\n", name, v, *value);
     *value = v;
     return true;
 }
@@ -153,6 +156,12 @@ mosaic_params_from_env(struct mosaic_params *params)
 
     size_t generational = params->generational;
     if (env_size("MOSAIC_GENERATIONAL", &generational, 0)) params->generational = generational != 0;
+
+    size_t stress_minor = 0;
+    if (env_size("MOSAIC_STRESS_MINOR", &stress_minor, 0)) {
+        if (MOSAIC_CHECK) params->stress_minor_every = stress_minor;
+        else fprintf(stderr, "[mosaic] MOSAIC_STRESS_MINOR is ignored: it needs the checking build (make CHECK=1)\n");
+    }
 
     size_t verify = params->verify_after_gc;
     if (env_size("MOSAIC_VERIFY", &verify, 0)) {

@@ -201,6 +201,7 @@ struct mosaic_params {
     bool generational;               /* MOSAIC_GENERATIONAL=0 turns minor GCs off (boot only) */
     double oldobject_limit_factor;
     double wb_unprotected_limit_ratio;
+    size_t stress_minor_every;       /* checking build: MOSAIC_STRESS_MINOR=N, a GC every N allocations */
 };
 
 #define MOSAIC_PROFILE_MAX 100000
@@ -253,6 +254,8 @@ typedef struct mosaic_objspace {
     bool full_mark;                  /* the running (or latest) collection is a major GC */
     int heap_walk_depth;             /* > 0: pages must not be freed (a walk holds a snapshot) */
     bool malloc_gc_pending;          /* malloc limit crossed without the GVL */
+    size_t stress_minor_countdown;   /* checking build: allocations left before a forced GC */
+    size_t stress_verified_at;       /* total allocations at the last verification (checking build) */
     rb_event_flag_t hook_events;
 
     struct mosaic_mark_stack mark_stack;

@@ -47,6 +47,7 @@ mosaic_pace_init(mosaic_objspace_t *objspace)
     }
     objspace->malloc_limit = objspace->params.malloc_limit_min;
     objspace->oldmalloc_limit = objspace->params.oldmalloc_limit_min;
+    objspace->stress_minor_countdown = objspace->params.stress_minor_every;
 }
 
 static void

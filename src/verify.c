@@ -130,12 +130,13 @@ verify_page(struct verify_ctx *ctx, struct mosaic_page *page, size_t *live, size
 size_t
 mosaic_verify_heap(mosaic_objspace_t *objspace, bool raise_on_error)
 {
-    mosaic_gc_rest(objspace);
-
     struct verify_ctx ctx = { objspace, Qnil, false, 0 };
     size_t live = 0, zombies = 0, pages = 0;
     unsigned int lev = rb_gc_vm_lock();
     rb_gc_vm_barrier();
+    /* Finish the sweep only now: before the barrier, another Ractor could start a new cycle
+     * between the sweep and the check (seen under MOSAIC_STRESS_MINOR with Ractors). */
+    mosaic_gc_rest(objspace);
     mosaic_caches_clear(objspace);
     /* Edges are walked with rb_gc_mark_children, which reports weak edges too (CRuby's
      * rb_objspace_reachable_objects_from does not). during_gc makes any allocation by a mark

@@ -35,7 +35,7 @@ walk_snapshot(struct walk *w)
     w->pages = malloc((w->count ? w->count : 1) * sizeof(struct mosaic_page *));
     if (!w->pages) rb_memerror();
     memcpy(w->pages, objspace->sorted_pages, w->count * sizeof(struct mosaic_page *));
-    objspace->heap_walk_depth++;
+    __atomic_add_fetch(&objspace->heap_walk_depth, 1, __ATOMIC_SEQ_CST);
 }
 
 /* Ends a walk once, whichever way comes first. */
@@ -43,7 +43,7 @@ static void
 walk_end(struct walk *w)
 {
     if (!w->pages) return;
-    w->objspace->heap_walk_depth--;
+    __atomic_sub_fetch(&w->objspace->heap_walk_depth, 1, __ATOMIC_SEQ_CST);
     free(w->pages);
     w->pages = NULL;
 }
@@ -110,8 +110,11 @@ mosaic_each_objects(mosaic_objspace_t *objspace, int (*callback)(void *, void *,
     w->objspace = objspace;
     w->range_cb = callback;
     w->data = data;
-    mosaic_gc_rest(objspace);
+    /* Snapshot first, then finish the sweep: once the walk is live every collection sweeps
+     * at once, so no cycle (another Ractor's included) can leave garbage unswept after this
+     * gc_rest. The sweep releases no page while the walk is live. */
     walk_snapshot(w);
+    mosaic_gc_rest(objspace);
     rb_ensure(walk_ranges, (VALUE)w, walk_ensure, (VALUE)w);
     RB_GC_GUARD(owner);
 }
