@@ -92,6 +92,12 @@ demo: install
 bench: install
 	@bench/run.rb $(BENCH_ARGS)
 
+# Differential stress test (test/diff/, scripts/difftest.sh): the CI budget of seeds, or
+# DURATION=SECONDS of new seeds, or SEEDS=A..B; under default, mosaic and mosaic_check.
+.PHONY: difftest
+difftest: install install-check
+	@DIFFTEST_DURATION=$(DURATION) DIFFTEST_SEEDS=$(SEEDS) scripts/difftest.sh $(DIFFTEST_ARGS)
+
 test-all-full: install
 	@scripts/test-all-full.sh $(GC)
 

@@ -46,12 +46,17 @@ module DiffGen
       freeze: 1, fin_slot: 2, gc: 12, age: 3, churn: 6, pool: 2, wm_new: 3, wm_put: 12,
       wm_overwrite: 3, wm_del: 2, wm_unhold: 3, wkm_clear: 1, fin: 4, fin_undef: 1,
       fin_shrink: 1, counted: 2, fiber_new: 2, fiber_poke: 3, fiber_end: 1, threads: 2,
-      ractor: 1, bg_start: 1, bg_poke: 1, bg_stop: 1, fork: 1, stress: 1, disabled: 2,
-      check: 5, check_gone: 2, old_map_young: 4
+      ractor: 2, bg_start: 2, bg_poke: 2, bg_stop: 1, fork: 2, stress: 1, disabled: 2,
+      check: 5, check_gone: 2, old_map_young: 6, ractor_fork: 2
     }.freeze
     TOTAL = WEIGHTS.values.sum
+    FIN_STEPS = %i[fin fin_undef fin_shrink fin_slot].freeze
+    RACTOR_STEPS = %i[ractor bg_start bg_poke bg_stop ractor_fork].freeze
 
     def run(n)
+      # Finalizers can run inside any live Ractor, where they cannot record anything; a
+      # program uses Ractors or finalizers, not both.
+      @ractors = @r.rand(3) == 0
       call(:pool, 20 + @r.rand(200), sd) if @r.rand(4) != 0
       if @r.rand(3) == 0
         call(:wm_new, slot, bool)
@@ -60,7 +65,7 @@ module DiffGen
         x = @r.rand(TOTAL)
         WEIGHTS.each do |k, w|
           if x < w
-            send(k)
+            send(k) unless (@ractors ? FIN_STEPS : RACTOR_STEPS).include?(k)
             break
           end
           x -= w
@@ -102,13 +107,13 @@ module DiffGen
     end
 
     def age = call(:age, pick([1, 2, 3, 4, 4]))
-    def churn = call(:churn, pick([500, 2000, 5000, 20_000]), @r.rand(5))
+    def churn = call(:churn, pick([500, 2000, 5000, 20_000]), @r.rand(6))
     def pool = call(:pool, pick([10, 50, 200]), sd)
     def wm_new = call(:wm_new, slot, bool)
-    def wm_put = call(:wm_put, slot, pick([1, 5, 20, 100, 300]), sd, mode, mode)
-    def wm_overwrite = call(:wm_overwrite, slot, pick([1, 5, 30]), sd, pick(%i[old young eph]))
+    def wm_put = call(:wm_put, slot, pick([1, 5, 20, 100, 300]), sd, mode, pick(%i[old old young eph eph int]))
+    def wm_overwrite = call(:wm_overwrite, slot, pick([1, 5, 30]), sd, pick(%i[old young eph int]))
     def wm_del = call(:wm_del, slot, pick([1, 5, 30]), sd)
-    def wm_unhold = call(:wm_unhold, slot, pick([1, 5, 30, 100]), sd)
+    def wm_unhold = call(bool ? :wm_unhold : :wm_unhold_val, slot, pick([1, 5, 30, 100]), sd)
     def wkm_clear = call(:wkm_clear, slot)
     def fin = call(:fin, bool ? slot : nil, pick([1, 5, 20, 100]), sd)
     def fin_undef = call(:fin_undef, slot, pick([1, 3, 10]))
@@ -128,19 +133,31 @@ module DiffGen
     def bg_poke = call(:bg_poke, slot, pick([5, 20, 80]), sd)
     def bg_stop = call(:bg_stop, slot)
     def fork = call(:fork_check, sd)
-    def stress = call(:stress, pick([true, true, 1, 2, 4]), pick([5, 10, 30]), sd)
+    def stress = call(:stress, pick([true, true, 1, 2, 4]), pick([3, 10, 20]), sd)
     def disabled = call(:disabled, pick([100, 1000, 5000]), sd, bool)
     def check = call(:check)
     def check_gone = call(:check_gone)
+
+    # fork while another Ractor is alive (and maybe busy right before).
+    def ractor_fork
+      s = slot
+      call(:bg_start, s, sd)
+      call(:bg_poke, s, pick([5, 20, 80]), sd) if bool
+      call(:churn, pick([500, 5000]), @r.rand(6)) if bool
+      call(:fork_check, sd)
+      call(:bg_poke, s, pick([5, 20]), sd) if bool
+    end
 
     # The generational trap: an old map, young referents, minor GCs only.
     def old_map_young
       s = slot
       call(:wm_new, s, bool) if @r.rand(3) != 0
       call(:age, 4) if @r.rand(4) != 0
-      @r.rand(1..3).times { call(:wm_put, s, pick([5, 20, 100]), sd, pick(%i[old young eph]), pick(%i[young eph])) }
+      @r.rand(1..3).times { call(:wm_put, s, pick([5, 20, 100]), sd, pick(%i[old young eph]), pick(%i[young young eph int int old])) }
+      call(:gc, false, true, nil) if @r.rand(3) != 0
+      call(pick(%i[wm_unhold wm_unhold_val wm_unhold_val]), s, pick([5, 30, 100]), sd) if @r.rand(4) != 0
       call(:minor2) if @r.rand(4) != 0
-      call(:churn, pick([2000, 5000]), pick([0, 2, 2, 4]))
+      bool ? call(:churn, pick([2000, 5000, 10_000]), pick([0, 2, 5, 5, 5])) : call(:pool, pick([100, 300]), sd)
       call(:gc, false, true, nil) if bool
       call(pick(%i[check check check_gone]))
     end

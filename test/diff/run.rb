@@ -1,0 +1,243 @@
+#!/usr/bin/env ruby
+# Differential stress test: generated programs (test/diff/generate.rb) run under each GC and
+# their stdout must equal default's. A crash, a timeout, a nonzero exit or an "ERR" line is a
+# failure too. Failing programs and outputs are saved under build/difftest/seed-N/.
+#
+#   run.rb [--seeds A..B | --count N --start S] [--duration SECONDS] [--gcs default,mosaic,...]
+#          [--timeout SECONDS] [--jobs 2] [--regress] [--no-seeds] [--quiet]
+#
+# --regress also runs the regression scripts in test/diff/regress/ (steps only, or whole programs).
+# Environment: MOSAIC_RUBY (the Ruby), MOSAIC_GC_DIR (to find librubygc.mosaic_check.so).
+require "fileutils"
+require "optparse"
+require "rbconfig"
+require_relative "generate"
+
+module DiffRun
+  ROOT = File.expand_path("../..", __dir__)
+  OUT = File.join(ROOT, "build", "difftest")
+  REGRESS = File.join(__dir__, "regress")
+
+  Result = Struct.new(:gc, :status, :stdout, :stderr, :secs)
+
+  def self.ruby = ENV["MOSAIC_RUBY"] || RbConfig.ruby
+
+  def self.default_gcs
+    gcs = %w[default mosaic]
+    dir = ENV["MOSAIC_GC_DIR"]
+    gcs << "mosaic_check" if dir && File.exist?(File.join(dir, "librubygc.mosaic_check.so"))
+    gcs
+  end
+
+  # Runs program file under gc with a timeout; kills the whole process group on timeout.
+  def self.run_one(file, gc, timeout, label = gc)
+    t0 = Process.clock_gettime(Process::CLOCK_MONOTONIC)
+    out_r, out_w = IO.pipe
+    err_r, err_w = IO.pipe
+    env = { "RUBY_GC_LIBRARY" => gc }
+    pid = Process.spawn(env, ruby, file, out: out_w, err: err_w, in: File::NULL, pgroup: true)
+    out_w.close
+    err_w.close
+    out = +""
+    err = +""
+    readers = [Thread.new { out << out_r.read }, Thread.new { err << err_r.read }]
+    status = nil
+    deadline = t0 + timeout
+    loop do
+      _, st = Process.wait2(pid, Process::WNOHANG)
+      if st
+        status = st.signaled? ? "signal #{Signal.signame(st.termsig)}" : (st.exitstatus == 0 ? "ok" : "exit #{st.exitstatus}")
+        break
+      end
+      if Process.clock_gettime(Process::CLOCK_MONOTONIC) > deadline
+        begin
+          Process.kill(:KILL, -pid)
+        rescue Errno::ESRCH
+        end
+        Process.wait(pid)
+        status = "timeout #{timeout}s"
+        break
+      end
+      sleep 0.02
+    end
+    # A forked grandchild could keep the pipes open; don't wait for it forever.
+    readers.each { |t| t.join(5) || t.kill }
+    [out_r, err_r].each(&:close)
+    Result.new(label, status, out, err, Process.clock_gettime(Process::CLOCK_MONOTONIC) - t0)
+  end
+
+  # What the reference run is held to. CRuby 3.4.5's default GC breaks in a child forked while
+  # another Ractor is alive (SEGV in ractor_cache_set_page at the child's first allocations, or
+  # verify_internal_consistency miscounting live slots), so default's report of such a fork is
+  # replaced by the language's promise: the child works.
+  def self.normalize_ref(out)
+    out.gsub(/^fork\(ractors\): .*$/, "fork(ractors): ok").gsub(/^ERR fork child \(ractors alive\): .*\n/, "")
+  end
+
+  def self.ref!(r)
+    r.stdout = normalize_ref(r.stdout) if r.gc.start_with?("default")
+    r
+  end
+
+  def self.clean?(r) = r.status == "ok" && !r.stdout.match?(/^ERR /)
+
+  # The reference GC must pass; a failing default run is retried twice (a flaky reference is
+  # noted), and a default that never passes is reported like any failure.
+  def self.run_ref(file, gc, timeout, label, lock, opts)
+    r = run_one(file, gc, timeout, label)
+    return r unless gc == "default"
+    2.times do |i|
+      break if clean?(ref!(r))
+      lock.synchronize { puts "note  #{File.basename(file, '.rb')}: default failed (#{r.status}#{r.stdout[/^ERR .*/] && ', ' + r.stdout[/^ERR .*/]}), retrying" } unless opts[:quiet]
+      r = run_one(file, gc, timeout, label)
+    end
+    ref!(r)
+  end
+
+  # Compares every GC's result with default's; returns a list of problem strings.
+  def self.judge(results)
+    base = results.first
+    probs = []
+    results.each do |r|
+      if r.status != "ok"
+        probs << "#{r.gc}: #{r.status}"
+      elsif r.stdout.include?("\nERR ") || r.stdout.start_with?("ERR ")
+        line = r.stdout.lines.find { |l| l.start_with?("ERR ") }
+        probs << "#{r.gc}: #{line.strip}"
+      elsif r != base && r.stdout != base.stdout && base.status == "ok"
+        a = base.stdout.lines
+        b = r.stdout.lines
+        i = (0...[a.size, b.size].max).find { |j| a[j] != b[j] }
+        probs << "#{r.gc}: stdout differs at line #{i + 1}: default #{(a[i] || '<eof>').strip.inspect}, #{r.gc} #{(b[i] || '<eof>').strip.inspect}"
+      end
+    end
+    probs
+  end
+
+  # The interesting part of stderr: for a [BUG] report its first lines and the Ruby and C
+  # backtraces' first frames, else the last lines.
+  def self.stderr_tail(r, n = 8)
+    lines = r.stderr.lines.map(&:rstrip).reject(&:empty?)
+    if (i = lines.index { |l| l.include?("[BUG]") })
+      pick = lines[[i - 3, 0].max..i]
+      j = lines.index { |l| l.start_with?("-- Ruby level backtrace") }
+      pick += lines[(j + 1)..(j + 3)] if j
+      k = lines.index { |l| l.start_with?("-- C level backtrace") }
+      pick += lines[(k + 1)..(k + 8)].map { |l| l.sub(/^\S+\((\w+)/, '\1').sub(%r{ \[0x\h+\]}, "") } if k
+      lines = pick.compact
+    else
+      lines = lines.last(n)
+    end
+    lines.map { |l| "    | #{l[0, 200]}" }.join("\n")
+  end
+
+  def self.save(name, program, results)
+    dir = File.join(OUT, name)
+    FileUtils.mkdir_p(dir)
+    File.write(File.join(dir, "program.rb"), program)
+    results.each do |r|
+      File.write(File.join(dir, "#{r.gc}.out"), r.stdout)
+      File.write(File.join(dir, "#{r.gc}.err"), r.stderr)
+    end
+    dir
+  end
+
+  # Wraps a steps-only regression script into a whole program.
+  def self.regress_program(path)
+    src = File.read(path)
+    return src if src.lines.any? { |l| l.chomp == "#@@ steps" }
+    "# #{File.basename(path)}\n" + File.read(DiffGen::PRELUDE) + "\n#@@ steps\n" + src + "\n#@@ end\nS.finish\n"
+  end
+
+  def self.main(argv)
+    opts = { gcs: nil, timeout: 120, jobs: 2, duration: nil, seeds: nil, count: nil, start: 1,
+             regress: false, no_seeds: false, quiet: false }
+    OptionParser.new do |o|
+      o.on("--seeds A..B") { |v| a, b = v.split("..").map { |x| Integer(x) }; opts[:seeds] = (a..(b || a)) }
+      o.on("--count N", Integer) { |v| opts[:count] = v }
+      o.on("--start S", Integer) { |v| opts[:start] = v }
+      o.on("--duration SECONDS", Float) { |v| opts[:duration] = v }
+      o.on("--gcs LIST") { |v| opts[:gcs] = v.split(",") }
+      o.on("--timeout SECONDS", Float) { |v| opts[:timeout] = v }
+      o.on("--jobs N", Integer) { |v| opts[:jobs] = v }
+      o.on("--regress") { opts[:regress] = true }
+      o.on("--no-seeds") { opts[:no_seeds] = true }
+      o.on("--quiet") { opts[:quiet] = true }
+    end.parse!(argv)
+    gcs = opts[:gcs] || default_gcs
+    gcs = ["default"] + gcs unless gcs.first == "default"   # the reference, first
+    labels = gcs.each_with_index.map { |g, i| n = gcs[0...i].count(g); n.zero? ? g : "#{g}##{n + 1}" }
+    seeds =
+      if opts[:seeds] then opts[:seeds].to_a
+      elsif opts[:count] then (opts[:start]...(opts[:start] + opts[:count])).to_a
+      elsif opts[:duration] then nil
+      else (opts[:start]...(opts[:start] + 20)).to_a
+      end
+    seeds = [] if opts[:no_seeds]
+
+    jobs = []
+    if opts[:regress]
+      Dir[File.join(REGRESS, "*.rb")].sort.each { |f| jobs << [File.basename(f, ".rb"), -> { regress_program(f) }] }
+    end
+    t_start = Process.clock_gettime(Process::CLOCK_MONOTONIC)
+    deadline = opts[:duration] && t_start + opts[:duration]
+    queue = Queue.new
+    jobs.each { |j| queue << j }
+    seed_i = 0
+    lock = Mutex.new
+    failures = []
+    ran_seeds = 0
+    programs = 0
+    $stdout.sync = true
+    puts "difftest: GCs #{gcs.join(',')}, ruby #{ruby}, #{opts[:jobs]} jobs" unless opts[:quiet]
+
+    next_job = lambda do
+      lock.synchronize do
+        next queue.pop(true) unless queue.empty?
+        next nil if deadline && Process.clock_gettime(Process::CLOCK_MONOTONIC) > deadline
+        s = seeds.is_a?(Array) ? seeds[seed_i] : opts[:start] + seed_i
+        seed_i += 1
+        s && ["seed-#{s}", -> { DiffGen.program(s) }, s]
+      end
+    end
+
+    workers = Array.new(opts[:jobs]) do
+      Thread.new do
+        while (job = next_job.call)
+          name, make, seed = job
+          program = make.call
+          file = File.join(OUT, "work", "#{name}.rb")
+          FileUtils.mkdir_p(File.dirname(file))
+          File.write(file, program)
+          results = gcs.zip(labels).map { |gc, label| run_ref(file, gc, opts[:timeout], label, lock, opts) }
+          probs = judge(results)
+          lock.synchronize do
+            programs += results.size
+            ran_seeds += 1 if seed
+            if probs.empty?
+              File.delete(file)
+              puts "ok    #{name} (#{results.map { |r| format('%s %.1fs', r.gc, r.secs) }.join(', ')})" unless opts[:quiet]
+            else
+              dir = save(name, program, results)
+              failures << name
+              puts "FAIL  #{name}: #{probs.join('; ')} (saved in #{dir.sub(ROOT + '/', '')})"
+              results.each { |r| puts "  #{r.gc} stderr:\n#{stderr_tail(r)}" if r.status != "ok" && !r.stderr.strip.empty? }
+            end
+          end
+        end
+      end
+    end
+    workers.each(&:join)
+    secs = Process.clock_gettime(Process::CLOCK_MONOTONIC) - t_start
+    seeds_failed = failures.grep(/\Aseed-/).map { |f| f.sub("seed-", "") }
+    others = failures.grep_v(/\Aseed-/)
+    detail = []
+    detail << "seeds: #{seeds_failed.join(', ')}" unless seeds_failed.empty?
+    detail << "regress: #{others.join(', ')}" unless others.empty?
+    puts format("difftest: %d seeds, %d programs run, %d failures%s (%.0fs)", ran_seeds, programs, failures.size,
+                detail.empty? ? "" : " (#{detail.join('; ')})", secs)
+    failures.empty? ? 0 : 1
+  end
+end
+
+exit DiffRun.main(ARGV) if $0 == __FILE__
