@@ -82,8 +82,8 @@ install-check:
 env:
 	@$(TOOLCHAIN) env
 
-# The README's test command.
-test: install
+# The README's test command (its stress and differential gates use the checking build too).
+test: install install-check
 	@scripts/test.sh
 
 demo: install

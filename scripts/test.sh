@@ -3,13 +3,21 @@
 #   1. the Ruby toolchain check (built, and each GC library loads: +GC[name]);
 #   2. Mosaic's own suite (test/*.rb) under mosaic, and under default to prove the suite;
 #   3. CRuby's bootstraptest in full, under default and mosaic;
-#   4. CRuby's GC-critical test-all files (test/gates.txt) under default and mosaic; mosaic
-#      must show no failure or error that default does not also show.
+#   4. CRuby's whole test-all under mosaic (-j2, test/excludes/mosaic): no failure, error,
+#      crash or hang that is not in test/known-failures/test-all.txt (failures that also happen
+#      under the default GC, each with its reason) -- scripts/test-all-full.sh mosaic --gate;
+#   5. ruby/spec under default and mosaic: no failure default lacks -- scripts/test-spec.sh;
+#   6. the differential stress tester: regression scripts and a fixed budget of random seeds,
+#      same output under default, mosaic and the checking build -- scripts/difftest.sh;
+#   7. the stress gate: Mosaic's suite and the GC-critical test-all files on the checking build
+#      with a collection forced every 1000 allocations -- scripts/stress-gate.sh.
 # Prints one line per gate and a closing "N passed, N failed" line; exits non-zero on failure.
-# MOSAIC_GATES="unit btest testall" chooses gates; MOSAIC_GCS="default mosaic" the GCs.
+# MOSAIC_GATES chooses gates (default "unit btest testall-full spec diff stress"; "testall" is
+# the GC-critical test-all files under default and mosaic, a quicker subset of testall-full);
+# MOSAIC_GCS="default mosaic" the GCs for the unit, btest and testall gates.
 source "$(dirname "$0")/lib.sh"
 set +e
-GATES=${MOSAIC_GATES:-"unit btest testall"}
+GATES=${MOSAIC_GATES:-"unit btest testall-full spec diff stress"}
 GCS=${MOSAIC_GCS:-"default mosaic"}
 LOGS=${MOSAIC_LOG_DIR:-$MOSAIC_ROOT/build/test-logs}
 mkdir -p "$LOGS"
@@ -64,6 +72,27 @@ if [[ " $GATES " == *" testall "* ]]; then
     if [ -z "$extra" ]; then pass "GC-critical test-all under $gc: $sum; no failure that default lacks ($(( $(now)-t ))s)"
     else fail "GC-critical test-all under $gc: $sum; failures default does not show (log $log)" "$extra"; fi
   done
+fi
+
+# Gates that are scripts of their own: each prints its own lines and exits 0 or 1.
+script_gate() { # name command...
+  local name=$1 log=$LOGS/$1.log t=$(now) out rc
+  shift
+  out=$("$@" 2>&1 | tee "$log" | tail -40); rc=${PIPESTATUS[0]}
+  if [ $rc = 0 ]; then pass "$(grep -v '^ ' <<<"$out" | tail -2 | paste -sd ';' -) ($(( $(now)-t ))s)"
+  else fail "$name (log $log)" "$out"; fi
+}
+if [[ " $GATES " == *" testall-full "* ]]; then
+  script_gate testall-full "$MOSAIC_ROOT/scripts/test-all-full.sh" mosaic --gate
+fi
+if [[ " $GATES " == *" spec "* ]]; then
+  script_gate spec "$MOSAIC_ROOT/scripts/test-spec.sh" default mosaic
+fi
+if [[ " $GATES " == *" diff "* ]]; then
+  script_gate difftest "$MOSAIC_ROOT/scripts/difftest.sh" --quiet
+fi
+if [[ " $GATES " == *" stress "* ]]; then
+  script_gate stress "$MOSAIC_ROOT/scripts/stress-gate.sh"
 fi
 
 echo
