@@ -57,8 +57,7 @@ gc_allowed_here(void)
 static bool
 verify_due(mosaic_objspace_t *objspace, unsigned int reason)
 {
-    size_t allocated = 0;
-    for (int i = 0; i < MOSAIC_HEAP_COUNT; i++) allocated += mosaic_heap_total_allocated(objspace, i);
+    size_t allocated = mosaic_total_allocated(objspace);
     if ((reason & MOSAIC_REASON_STRESS) &&
             allocated - objspace->stress_verified_at < mosaic_live_slots(objspace) / 4) {
         return false;

@@ -52,8 +52,9 @@ mosaic_stats_init(void)
 #undef MOSAIC_SYM_INTERN
 }
 
-static size_t
-total_allocated_objects(mosaic_objspace_t *objspace)
+/* Objects ever allocated, counting what caches have not flushed yet. */
+size_t
+mosaic_total_allocated(mosaic_objspace_t *objspace)
 {
     size_t n = 0;
     for (int i = 0; i < MOSAIC_HEAP_COUNT; i++) n += mosaic_heap_total_allocated(objspace, i);
@@ -73,7 +74,7 @@ sum_heaps(mosaic_objspace_t *objspace, size_t offset)
 size_t
 mosaic_live_slots(mosaic_objspace_t *objspace)
 {
-    return total_allocated_objects(objspace) - SUM_HEAPS(total_freed_objects) - SUM_HEAPS(final_slots);
+    return mosaic_total_allocated(objspace) - SUM_HEAPS(total_freed_objects) - SUM_HEAPS(final_slots);
 }
 
 /* ============================================================== GC.stat */
@@ -86,7 +87,7 @@ mosaic_stat(mosaic_objspace_t *objspace, VALUE hash_or_sym)
     else if (SYMBOL_P(hash_or_sym)) key = hash_or_sym;
     else rb_bug("Mosaic: GC.stat given neither a Hash nor a Symbol");
 
-    size_t allocated = total_allocated_objects(objspace);
+    size_t allocated = mosaic_total_allocated(objspace);
     size_t freed = SUM_HEAPS(total_freed_objects);
     size_t final = SUM_HEAPS(final_slots);
     size_t available = mosaic_heap_available_slots(objspace);
