@@ -186,6 +186,21 @@ new_obj_slow_checks(mosaic_objspace_t *objspace)
     }
 }
 
+#if MOSAIC_CHECK
+/* MOSAIC_STRESS_MINOR's collection. The next interval is computed under the VM lock: the live
+ * count walks every Ractor's cache, and the list of Ractors changes only under that lock. */
+static void
+stress_minor_collect(mosaic_objspace_t *objspace)
+{
+    unsigned int lev = rb_gc_vm_lock();
+    mosaic_collect(objspace, MOSAIC_REASON_STRESS);
+    size_t interval = mosaic_live_slots(objspace) / 32;
+    if (interval < objspace->params.stress_minor_every) interval = objspace->params.stress_minor_every;
+    __atomic_store_n(&objspace->stress_minor_countdown, interval, __ATOMIC_RELAXED);
+    rb_gc_vm_unlock(lev);
+}
+#endif
+
 /* ============================================================ fast path */
 
 VALUE
@@ -205,11 +220,8 @@ mosaic_new_obj(mosaic_objspace_t *objspace, struct mosaic_cache *cache, VALUE kl
      * live slots: small heaps, most tests, get a GC every N allocations; a program with
      * millions of live objects is slowed by a bounded factor instead of quadratically. */
     if (objspace->params.stress_minor_every && !objspace->dont_gc &&
-            --objspace->stress_minor_countdown == 0) {
-        size_t interval = mosaic_live_slots(objspace) / 32;
-        if (interval < objspace->params.stress_minor_every) interval = objspace->params.stress_minor_every;
-        objspace->stress_minor_countdown = interval;
-        mosaic_collect(objspace, MOSAIC_REASON_STRESS);
+            __atomic_sub_fetch(&objspace->stress_minor_countdown, 1, __ATOMIC_RELAXED) == 0) {
+        stress_minor_collect(objspace);
     }
 #endif
 

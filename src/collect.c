@@ -48,18 +48,17 @@ gc_allowed_here(void)
     return ruby_native_thread_p();
 }
 
-/* Every collection is verified in the checking build, except stress collections (GC.stress,
- * MOSAIC_STRESS_MINOR): those are verified once a quarter of the live slots were allocated
- * since the last check. Verifying is O(heap), so checking a big heap every few allocations
- * would be quadratic; amortized, it costs O(1) per allocation, and a small heap is still
- * checked after every GC. A broken invariant persists, so it is caught a few GCs later at
- * most. */
+/* Every collection is verified in the checking build (and with MOSAIC_VERIFY=1), including
+ * MOSAIC_STRESS_MINOR's, except while GC.stress is on: a GC per allocation, each followed by
+ * an O(heap) check, is quadratic, so under GC.stress a collection is checked once a quarter
+ * of the live slots were allocated since the last check. Called with the VM lock held (the
+ * counters walk every Ractor's cache). */
 static bool
-verify_due(mosaic_objspace_t *objspace, unsigned int reason)
+verify_due(mosaic_objspace_t *objspace)
 {
+    if (!(MOSAIC_CHECK || objspace->params.verify_after_gc)) return false;
     size_t allocated = mosaic_total_allocated(objspace);
-    if ((reason & MOSAIC_REASON_STRESS) &&
-            allocated - objspace->stress_verified_at < mosaic_live_slots(objspace) / 4) {
+    if (objspace->gc_stress && allocated - objspace->stress_verified_at < mosaic_live_slots(objspace) / 4) {
         return false;
     }
     objspace->stress_verified_at = allocated;
@@ -162,13 +161,14 @@ mosaic_collect(mosaic_objspace_t *objspace, unsigned int reason)
     if (objspace->stats.profiler_enabled) mosaic_profile_record(objspace, reason, start_ns, end_ns);
 
     /* 7. Leave. */
+    bool verify = verify_due(objspace);
     mosaic_gc_exit(objspace, &lev);
 
     if (objspace->zombies && !ruby_free_at_exit_p()) {
         rb_postponed_job_trigger(objspace->finalize_job);
     }
 
-    if ((MOSAIC_CHECK || objspace->params.verify_after_gc) && verify_due(objspace, reason)) {
+    if (verify) {
         /* The checker finishes a lazy sweep first; it stops with rb_bug on a broken heap. */
         mosaic_verify_heap(objspace, true);
     }

@@ -4,8 +4,9 @@
  * Environment variables are read once at boot (rb_gc_impl_set_params). RUBY_GC_* names are
  * honoured where they mean what they mean in CRuby's default GC; MOSAIC_* names are Mosaic's
  * own. A value that does not parse, is not finite, or is out of range, is reported on stderr
- * and the default is kept; a size above MOSAIC_SIZE_MAX is taken as MOSAIC_SIZE_MAX. With -w
- * (verbose), every accepted value is echoed in the default GC's format. GC.config raises
+ * and the default is kept; a size above MOSAIC_SIZE_MAX (that still parses) is taken as
+ * MOSAIC_SIZE_MAX. With -w (verbose), every accepted RUBY_GC_* value is echoed in the default
+ * GC's format. GC.config raises
  * instead (TypeError for a key that is not a Symbol or a value that is not a number,
  * ArgumentError for a value out of range) and then changes nothing.
  *
@@ -25,7 +26,8 @@
  * | RUBY_GC_HEAP_OLDOBJECT_LIMIT_FACTOR   | 2.0     | major GC when old objects grow by this    |
  * | RUBY_GC_HEAP_REMEMBERED_WB_UNPROTECTED_OBJECTS_LIMIT_RATIO | 0.01 | old wb-unprotected / old |
  * | MOSAIC_GENERATIONAL                   | 1       | 0: every GC is a major (full) GC          |
- * | MOSAIC_VERIFY                         | 0       | 1: verify the heap after every GC (slow)  |
+ * | MOSAIC_VERIFY                         | 0       | 1: verify the heap after every GC (slow;  |
+ * |                                       |         | under GC.stress, amortized: collect.c)    |
  * | MOSAIC_STRESS_MINOR                   | 0 (off) | checking build: a GC every N allocations  |
  */
 #include <ctype.h>

@@ -96,6 +96,15 @@ mosaic_mark(mosaic_objspace_t *objspace, VALUE obj, bool pin)
 {
     if (RB_SPECIAL_CONST_P(obj)) return;
 
+    if (RB_UNLIKELY(!objspace->marking)) {
+        /* The heap checker walks every object's edges through rb_gc_mark_children; it reports
+         * a bad edge with its parent. */
+        if (objspace->verify_ctx) {
+            mosaic_verify_edge(objspace, obj, false);
+            return;
+        }
+        rb_bug("Mosaic: rb_gc_impl_mark(%p) called outside the mark phase", (void *)obj);
+    }
 #if MOSAIC_CHECK
     if (!mosaic_pointer_to_slot_p(objspace, (void *)obj)) {
         rb_bug("Mosaic: marking %p, which is not a slot of the heap", (void *)obj);
@@ -104,14 +113,6 @@ mosaic_mark(mosaic_objspace_t *objspace, VALUE obj, bool pin)
         rb_bug("Mosaic: marking %p, a free slot", (void *)obj);
     }
 #endif
-    if (RB_UNLIKELY(!objspace->marking)) {
-        /* The heap checker walks every object's edges through rb_gc_mark_children. */
-        if (objspace->verify_ctx) {
-            mosaic_verify_edge(objspace, obj, false);
-            return;
-        }
-        rb_bug("Mosaic: rb_gc_impl_mark(%p) called outside the mark phase", (void *)obj);
-    }
 
     struct mosaic_page *page = mosaic_page_of(obj);
     size_t bit = mosaic_bit_index(obj);

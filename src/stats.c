@@ -18,7 +18,8 @@
  * where interning a new name could allocate a String (and allocation there is a bug). With
  * the table, answering allocates no Ruby object: Symbols are looked up, counts are Fixnums
  * (MOSAIC_SIZE_MAX), and a Hash given by the caller only gets existing keys updated or new
- * st entries (malloc, not Ruby objects). */
+ * st entries (malloc, not Ruby objects). (GC.stat_heap(nil, hash) creates the per-class Hashes
+ * the caller's Hash lacks, as the default GC does.) */
 #define MOSAIC_STAT_SYMBOLS(X) \
     X(GC_FLAGS) X(GC_INVOKE_TIME) X(GC_IS_MARKED) X(GC_TIME) X(HEAP_TOTAL_OBJECTS) \
     X(HEAP_TOTAL_SIZE) X(HEAP_USE_SIZE) X(MOVED_OBJECTS) X(capi) X(compact_count) X(count) \
@@ -106,7 +107,7 @@ mosaic_stat(mosaic_objspace_t *objspace, VALUE hash_or_sym)
     SET(sweeping_time, st->sweeping_time_ns / 1000000);
     SET(heap_allocated_pages, mosaic_heap_allocated_pages(objspace));
     SET(heap_empty_pages, 0);
-    SET(heap_allocatable_slots, SUM_HEAPS(allocatable_slots) + objspace->allocatable_bytes / MOSAIC_BASE_SLOT_SIZE);
+    SET(heap_allocatable_slots, mosaic_add_sat(SUM_HEAPS(allocatable_slots), objspace->allocatable_bytes / MOSAIC_BASE_SLOT_SIZE));
     SET(heap_available_slots, available);
     SET(heap_live_slots, live);
     SET(heap_free_slots, available - live - final);

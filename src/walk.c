@@ -59,7 +59,7 @@ static void
 walk_owner_free(void *ptr)
 {
     walk_end(ptr);
-    ruby_xfree(ptr);
+    free(ptr);
 }
 
 static size_t
@@ -101,12 +101,29 @@ walk_objects(VALUE arg)
     return Qnil;
 }
 
+static VALUE
+walk_owner_new(VALUE w)
+{
+    return TypedData_Wrap_Struct(0, &walk_owner_type, (void *)w);
+}
+
 void
 mosaic_each_objects(mosaic_objspace_t *objspace, int (*callback)(void *, void *, size_t, void *), void *data)
 {
-    struct walk *w;
-    /* Allocated first: a collection it triggers is swept by the gc_rest below. */
-    VALUE owner = TypedData_Make_Struct(0, struct walk, &walk_owner_type, w);
+    /* The owner is allocated with collections held off (and the walk with plain calloc), so
+     * starting a walk is no GC point, as in the default GC: CRuby walks the heap from places
+     * that do not expect a collection (YJIT, TracePoint, refinements). */
+    struct walk *w = calloc(1, sizeof(*w));
+    if (!w) rb_memerror();
+    bool dont_gc = objspace->dont_gc;
+    objspace->dont_gc = true;
+    int state = 0;
+    VALUE owner = rb_protect(walk_owner_new, (VALUE)w, &state);
+    objspace->dont_gc = dont_gc;
+    if (state) {
+        free(w);
+        rb_jump_tag(state);
+    }
     w->objspace = objspace;
     w->range_cb = callback;
     w->data = data;

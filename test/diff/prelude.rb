@@ -430,6 +430,8 @@ module S
   def self.ident(slot, seed)
     e = get(slot, %i[ary wide tree misc frozen]) or return
     o = e.obj
+    # :misc and :frozen entries may hold objects that are no collection (a DTList): skip them.
+    return unless o.respond_to?(:empty?) && o.respond_to?(:size) && o.respond_to?(:[])
     return if o.empty?
     r = rng(seed)
     x = o[r.rand(o.size)]
