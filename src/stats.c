@@ -78,6 +78,14 @@ mosaic_live_slots(mosaic_objspace_t *objspace)
     return mosaic_total_allocated(objspace) - SUM_HEAPS(total_freed_objects) - SUM_HEAPS(final_slots);
 }
 
+/* One figure of GC.stat or GC.stat_heap: the answer when `key` asks for it, else stored in
+ * `hash` (when given). Used inside functions with `key` and `hash` in scope. */
+#define SET(name, value) do { \
+    VALUE s_ = SYM(name); \
+    if (key == s_) return SIZET2NUM((size_t)(value)); \
+    if (!NIL_P(hash)) rb_hash_aset(hash, s_, SIZET2NUM((size_t)(value))); \
+} while (0)
+
 /* ============================================================== GC.stat */
 
 VALUE
@@ -95,11 +103,6 @@ mosaic_stat(mosaic_objspace_t *objspace, VALUE hash_or_sym)
     size_t live = allocated - freed - final;
     const struct mosaic_stats *st = &objspace->stats;
 
-#define SET(name, value) do { \
-    VALUE s_ = SYM(name); \
-    if (key == s_) return SIZET2NUM((size_t)(value)); \
-    if (!NIL_P(hash)) rb_hash_aset(hash, s_, SIZET2NUM((size_t)(value))); \
-} while (0)
 
     SET(count, st->count);
     SET(time, (st->marking_time_ns + st->sweeping_time_ns) / 1000000);
@@ -131,7 +134,6 @@ mosaic_stat(mosaic_objspace_t *objspace, VALUE hash_or_sym)
     SET(old_objects_limit, objspace->old_objects_limit);
     SET(oldmalloc_increase_bytes, objspace->oldmalloc_increase);
     SET(oldmalloc_increase_bytes_limit, objspace->oldmalloc_limit);
-#undef SET
 
     if (!NIL_P(key)) return Qundef;  /* unknown key: GC.stat raises ArgumentError */
     return hash;
@@ -143,11 +145,6 @@ static VALUE
 stat_one_heap(mosaic_objspace_t *objspace, int i, VALUE hash, VALUE key)
 {
     struct mosaic_heap *heap = &objspace->heaps[i];
-#define SET(name, value) do { \
-    VALUE s_ = SYM(name); \
-    if (key == s_) return SIZET2NUM((size_t)(value)); \
-    if (!NIL_P(hash)) rb_hash_aset(hash, s_, SIZET2NUM((size_t)(value))); \
-} while (0)
     SET(slot_size, heap->slot_size);
     SET(heap_eden_pages, heap->page_count);
     SET(heap_eden_slots, heap->total_slots);
@@ -156,7 +153,6 @@ stat_one_heap(mosaic_objspace_t *objspace, int i, VALUE hash, VALUE key)
     SET(force_incremental_marking_finish_count, 0);
     SET(total_allocated_objects, mosaic_heap_total_allocated(objspace, i));
     SET(total_freed_objects, heap->total_freed_objects);
-#undef SET
     if (!NIL_P(key)) return Qundef;
     return hash;
 }
@@ -196,6 +192,8 @@ major_reason_sym(unsigned int flags)
          : (flags & MOSAIC_REASON_MAJOR_OLDMALLOC) ? SYM(oldmalloc)
          : (flags & MOSAIC_REASON_MAJOR_FORCE) ? SYM(force) : Qnil;
 }
+
+#undef SET
 
 static VALUE
 gc_info_decode(mosaic_objspace_t *objspace, VALUE hash_or_key, unsigned int flags, bool current)
