@@ -7,8 +7,12 @@
 # then prints a Markdown table, writes JSON + Markdown under bench/results/ and draws the ratio
 # chart (bench/lib/chart.rb). It runs with any Ruby >= 3.0; the measured Ruby is found with
 # scripts/toolchain.sh paths. A failing run is reported with its stderr tail, never dropped.
+# A configuration is a GC library, optionally with "+jemalloc": the same GC with Debian's
+# libjemalloc.so.2 preloaded (LD_PRELOAD), as Rails' production Dockerfile does. Each
+# configuration is its own column; the first is the baseline of every ratio.
 #
-# Usage: bench/run.rb [--quick] [--reps N] [--only a,b] [--gcs default,mosaic,...] [--list] [--setup]
+# Usage: bench/run.rb [--quick] [--reps N] [--only a,b] [--gcs default,mosaic,default+jemalloc,...]
+#                     [--jemalloc] [--list] [--setup]
 #        bench/run.rb --chart bench/results/FILE.json   (redraw a chart)
 require "json"
 require "optparse"
@@ -46,6 +50,8 @@ BENCHMARKS = [
   Benchmark.new(name: "hash-heavy", script: "hash_heavy.rb", about: "hash-heavy program"),
   Benchmark.new(name: "redblack", script: "redblack.rb", about: "red-black tree inserts and lookups"),
   Benchmark.new(name: "ring", script: "ring.rb", about: "ring of objects, old-to-young stores"),
+  Benchmark.new(name: "longlived", script: "longlived.rb",
+                about: "~1M-node long-lived tree + steady young garbage, 1% stored into the tree"),
   Benchmark.new(name: "liquid", script: "liquid.rb", about: "Liquid templates: parse and render (templates/s)"),
   Benchmark.new(name: "rails", script: "rails.rb", about: "Rails app on sqlite3, in-process requests (req/s, latency)"),
   Benchmark.new(name: "fork-share", script: "fork_share.rb",
@@ -56,16 +62,40 @@ BENCHMARKS = [
                 about: "GC pause distribution (GC::Profiler) during the Rails requests"),
 ].freeze
 
+# A configuration: GC library name, and the allocator the process must run with.
+Config = Struct.new(:name, :gc, :allocator, keyword_init: true)
+ALLOCATOR_SUFFIXES = { "jemalloc" => "jemalloc" }.freeze # spec suffix => allocator the probe must see
+
+def parse_config(spec)
+  gc, suffix = spec.split("+", 2)
+  raise OptionParser::InvalidArgument, "--gcs: empty GC name in #{spec.inspect}" if gc.to_s.empty?
+  if suffix && !ALLOCATOR_SUFFIXES.key?(suffix)
+    raise OptionParser::InvalidArgument, "--gcs: unknown allocator in #{spec.inspect} (known: +#{ALLOCATOR_SUFFIXES.keys.join(", +")})"
+  end
+  Config.new(name: spec, gc: gc, allocator: suffix ? ALLOCATOR_SUFFIXES[suffix] : "glibc")
+end
+
+# Debian's libjemalloc2 (bench/setup.sh installs it): the file dpkg lists, else its usual place.
+def find_jemalloc
+  listed = IO.popen(%w[dpkg -L libjemalloc2], err: File::NULL, &:read).lines.map(&:strip) rescue []
+  [*listed.select { |f| f.end_with?("/libjemalloc.so.2") }, "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2"]
+    .find { |f| File.file?(f) }
+end
+
 # ---------------------------------------------------------------------------------------------
 # Options and toolchain
 
-options = { reps: nil, quick: false, only: nil, gcs: %w[default mosaic], setup: false, timeout: nil }
+options = { reps: nil, quick: false, only: nil, gcs: %w[default mosaic], jemalloc: false, setup: false, timeout: nil }
 parser = OptionParser.new do |o|
   o.banner = "Usage: bench/run.rb [options]   (compare GC libraries of one Ruby, side by side)"
   o.on("--quick", "small inputs and 2 repetitions (about 5 minutes)") { options[:quick] = true }
   o.on("--reps N", Integer, "repetitions per GC (default 5, quick 2)") { |n| options[:reps] = n }
   o.on("--only LIST", Array, "run only these benchmarks (comma-separated; see --list)") { |l| options[:only] = l }
-  o.on("--gcs LIST", Array, "GC libraries, baseline first (default: default,mosaic)") { |l| options[:gcs] = l }
+  o.on("--gcs LIST", Array, "configurations, baseline first: GC libraries, each optionally with +jemalloc " \
+                            "(default: default,mosaic)") { |l| options[:gcs] = l }
+  o.on("--jemalloc", "also run every plain GC of --gcs with +jemalloc (libjemalloc.so.2 preloaded)") do
+    options[:jemalloc] = true
+  end
   o.on("--timeout SECONDS", Integer, "per-run time limit (default 1200, quick 300)") { |t| options[:timeout] = t }
   o.on("--setup", "run bench/setup.sh first (gems, gnuplot, valgrind)") { options[:setup] = true }
   o.on("--chart FILE.json", "only redraw the chart (SVG, PNG) of an earlier results file") { |f| options[:chart] = f }
@@ -94,7 +124,20 @@ quick = options[:quick]
 reps = options[:reps] || (quick ? 2 : 5)
 timeout = options[:timeout] || (quick ? 300 : 1200)
 gcs = options[:gcs].uniq
+gcs += gcs.reject { |g| g.include?("+") }.map { |g| "#{g}+jemalloc" } if options[:jemalloc]
+gcs.uniq!
+configs = begin
+  gcs.to_h { |spec| [spec, parse_config(spec)] }
+rescue OptionParser::ParseError => e
+  warn e.message, parser.help
+  exit 2
+end
 baseline = gcs.first
+# Under jemalloc, the other GCs are also compared with the baseline GC under jemalloc
+# (e.g. mosaic+jemalloc / default+jemalloc): that pair's baseline, and the configurations compared.
+jemalloc_baseline = "#{configs[baseline].gc}+jemalloc"
+jemalloc_baseline = nil unless configs[baseline].allocator == "glibc" && gcs.include?(jemalloc_baseline)
+jemalloc_others = jemalloc_baseline ? gcs.select { |g| configs[g].allocator == "jemalloc" && g != jemalloc_baseline } : []
 
 selected = if options[:only]
   unknown = options[:only] - BENCHMARKS.map(&:name)
@@ -113,12 +156,25 @@ unless ruby && File.executable?(ruby)
   abort "bench/run.rb: the Mosaic Ruby toolchain is not built (#{ruby.inspect}); run `make` first"
 end
 
+# The environment of a configuration's processes: its GC library, and LD_PRELOAD of jemalloc or
+# none at all (so that a plain configuration runs on glibc's malloc even if the caller preloads one).
+JEMALLOC = configs.values.any? { |c| c.allocator == "jemalloc" } ? find_jemalloc : nil
+if configs.values.any? { |c| c.allocator == "jemalloc" } && !JEMALLOC
+  warn "bench/run.rb: WARNING: libjemalloc.so.2 not found (apt-get install libjemalloc2, or bench/setup.sh): " \
+       "the +jemalloc runs will FAIL"
+end
+
+def config_env(cfg)
+  { "RUBY_GC_LIBRARY" => cfg.gc, "LD_PRELOAD" => cfg.allocator == "jemalloc" ? JEMALLOC : nil }
+end
+
 # Each GC library must load: `ruby -v` shows +GC[name]. A library that does not load is reported
-# and its runs fail visibly (they are not silently dropped from the comparison).
-ruby_versions = gcs.to_h do |gc|
-  out = IO.popen({ "RUBY_GC_LIBRARY" => gc }, [ruby, "-v"], err: %i[child out], &:read).strip
-  warn "bench/run.rb: WARNING: RUBY_GC_LIBRARY=#{gc} does not load: #{out}" unless out.include?("+GC[#{gc}]")
-  [gc, out]
+# and its runs fail visibly (they are not silently dropped from the comparison). The allocator is
+# checked in every run by the probe.
+ruby_versions = configs.to_h do |spec, cfg|
+  out = IO.popen(config_env(cfg), [ruby, "-v"], err: %i[child out], &:read).strip
+  warn "bench/run.rb: WARNING: #{spec}: RUBY_GC_LIBRARY=#{cfg.gc} does not load: #{out}" unless out.include?("+GC[#{cfg.gc}]")
+  [spec, out]
 end
 
 unless Dir.exist?(File.join(BENCH_DIR, ".gems")) || (selected.map(&:script) & %w[liquid.rb rails.rb]).empty?
@@ -129,9 +185,19 @@ end
 # ---------------------------------------------------------------------------------------------
 # Running one measured child
 
+# gc is the configuration (e.g. "mosaic+jemalloc"); allocator is the one the probe saw. The memory
+# fields are the probe's figures at exit (see bench/lib/probe.rb); mallinfo2 is null off glibc.
 RunResult = Struct.new(:gc, :rep, :status, :exit_code, :signal, :wall_s, :peak_rss_kb, :gc_count,
-                       :gc_time_ms, :figures, :message, :stderr_tail, keyword_init: true) do
+                       :gc_time_ms, :figures, :message, :stderr_tail, :allocator, :allocator_lib,
+                       :rss_kb, :rss_anon_kb, :rss_file_kb, :mallinfo2, :heap_live_slots, :heap_free_slots,
+                       :heap_allocated_pages, :mosaic_stats, :probe_ms, :probe_errors, keyword_init: true) do
   def ok? = status == "ok"
+
+  # glibc malloc at exit, bytes: in use (arena chunks in use + mmapped chunks), free inside the
+  # arenas, mmapped chunks. nil when mallinfo2 was not taken (other allocator, older results).
+  def libc_in_use = mallinfo2 && mallinfo2["uordblks"].to_i + mallinfo2["hblkhd"].to_i
+  def libc_free = mallinfo2 && mallinfo2["fordblks"]
+  def libc_mmapped = mallinfo2 && mallinfo2["hblkhd"]
 end
 
 def tail(text, lines = 25) = text.to_s.lines.last(lines).join
@@ -149,18 +215,19 @@ def stderr_excerpt(text)
   (lines.size > 70 ? lines.first(10) + ["[...]\n"] + lines.last(60) : lines).join
 end
 
-# Runs `ruby -r probe.rb workload args` under RUBY_GC_LIBRARY=gc; never raises for a bad child.
-def run_once(ruby, bench, gc, rep, quick, timeout, scratch)
+# Runs `ruby -r probe.rb workload args` under the configuration's GC library and allocator;
+# never raises for a bad child.
+def run_once(ruby, bench, cfg, rep, quick, timeout, scratch)
   probe = File.join(scratch, "probe.json")
   figures = File.join(scratch, "figures.json")
   out_file = File.join(scratch, "stdout")
   err_file = File.join(scratch, "stderr")
   [probe, figures].each { |f| FileUtils.rm_f(f) }
-  env = {
-    "RUBY_GC_LIBRARY" => gc, "MOSAIC_BENCH_PROBE" => probe, "MOSAIC_BENCH_FIGURES" => figures,
+  env = config_env(cfg).merge(
+    "MOSAIC_BENCH_PROBE" => probe, "MOSAIC_BENCH_FIGURES" => figures,
     "MOSAIC_RUBY_SRC" => TOOL["MOSAIC_RUBY_SRC"], "RUBYOPT" => nil, "RUBYLIB" => nil,
     "GEM_HOME" => nil, "GEM_PATH" => nil, "BUNDLE_GEMFILE" => nil,
-  }
+  )
   args = (bench.args || []).dup
   args << "--quick" if quick && !args.include?("--quick")
   cmd = [ruby, "-r", File.join(BENCH_DIR, "lib/probe.rb"), File.join(WORKLOADS, bench.script), *args]
@@ -185,7 +252,7 @@ def run_once(ruby, bench, gc, rep, quick, timeout, scratch)
 
   stdout = File.read(out_file) rescue ""
   stderr = File.read(err_file) rescue ""
-  result = RunResult.new(gc: gc, rep: rep, exit_code: status.exitstatus, signal: status.termsig,
+  result = RunResult.new(gc: cfg.name, rep: rep, exit_code: status.exitstatus, signal: status.termsig,
                          wall_s: wall, figures: [], stderr_tail: nil)
   if status.exitstatus == SKIP_STATUS
     result.status = "skipped"
@@ -199,13 +266,19 @@ def run_once(ruby, bench, gc, rep, quick, timeout, scratch)
     result.peak_rss_kb = probe_data["peak_rss_kb"]
     result.gc_count = probe_data["gc_count"]
     result.gc_time_ms = probe_data["gc_time_ms"]
+    %w[allocator allocator_lib rss_kb rss_anon_kb rss_file_kb mallinfo2 heap_live_slots heap_free_slots
+       heap_allocated_pages mosaic_stats probe_ms probe_errors].each { |k| result[k] = probe_data[k] }
   end
   problem =
     if timed_out then "timed out after #{timeout} s"
     elsif status.signaled? then "killed by signal #{status.termsig} (#{Signal.signame(status.termsig) rescue "?"})"
     elsif !status.success? then "exit status #{status.exitstatus}"
     elsif !probe_data then "no probe output (the process did not reach at_exit)"
-    elsif probe_data["gc"] != gc then "ran under GC #{probe_data["gc"].inspect}, not #{gc.inspect}"
+    elsif probe_data["gc"] != cfg.gc then "ran under GC #{probe_data["gc"].inspect}, not #{cfg.gc.inspect}"
+    elsif probe_data["allocator"] != cfg.allocator
+      "ran with allocator #{probe_data["allocator"].inspect} (malloc from #{probe_data["allocator_lib"] || "?"}), " \
+        "not #{cfg.allocator.inspect}#{cfg.allocator == "jemalloc" ? " (LD_PRELOAD=#{JEMALLOC.inspect})" : ""}" +
+        (probe_data["probe_errors"] ? "; probe errors: #{probe_data["probe_errors"].join("; ")}" : "")
     end
   if problem
     result.status = "failed"
@@ -252,7 +325,26 @@ def pair_ratio(base_runs, other_runs, field)
   spread(pairs)&.merge("pairs" => pairs.size)
 end
 
-def summarize(bench, runs_by_gc, baseline)
+# Medians (min, max) of the probe's memory figures at exit over the successful runs; every numeric
+# mosaic_* GC.stat key that the runs report is kept, whatever its name.
+def memory_summary(ok)
+  mosaic_keys = ok.flat_map { |r| (r.mosaic_stats || {}).keys }.uniq
+  {
+    "rss_kb" => spread(ok.map(&:rss_kb)),
+    "libc_in_use_bytes" => spread(ok.map(&:libc_in_use)),
+    "libc_free_bytes" => spread(ok.map(&:libc_free)),
+    "libc_mmapped_bytes" => spread(ok.map(&:libc_mmapped)),
+    "heap_live_slots" => spread(ok.map(&:heap_live_slots)),
+    "heap_free_slots" => spread(ok.map(&:heap_free_slots)),
+    "heap_allocated_pages" => spread(ok.map(&:heap_allocated_pages)),
+    "mosaic_stats" => mosaic_keys.filter_map do |k|
+      values = ok.map { |r| (r.mosaic_stats || {})[k] }.grep(Numeric)
+      [k, spread(values)] unless values.empty?
+    end.to_h,
+  }
+end
+
+def summarize(bench, runs_by_gc, baseline, jemalloc_baseline, jemalloc_others)
   per_gc = runs_by_gc.to_h do |gc, runs|
     ok = runs.select(&:ok?)
     figures = ok.flat_map(&:figures).group_by { |f| f["name"] }.to_h do |name, fs|
@@ -264,15 +356,21 @@ def summarize(bench, runs_by_gc, baseline)
       "skipped" => runs.any? { |r| r.status == "skipped" } ? runs.find { |r| r.status == "skipped" }.message : nil,
       "wall_s" => spread(ok.map(&:wall_s)), "peak_rss_kb" => spread(ok.map(&:peak_rss_kb)),
       "gc_count" => spread(ok.map(&:gc_count)), "gc_time_ms" => spread(ok.map(&:gc_time_ms)),
-      "figures" => figures,
+      "figures" => figures, "allocator" => ok.map(&:allocator).uniq.join(","), "memory" => memory_summary(ok),
     }]
   end
   ratios = runs_by_gc.keys.reject { |g| g == baseline }.to_h do |gc|
     [gc, { "wall_s" => pair_ratio(runs_by_gc[baseline], runs_by_gc[gc], :wall_s),
            "peak_rss_kb" => pair_ratio(runs_by_gc[baseline], runs_by_gc[gc], :peak_rss_kb) }]
   end
+  # other+jemalloc / baseline-GC+jemalloc: what a GC gains over the baseline GC when both run on jemalloc
+  jemalloc_ratios = jemalloc_others.to_h do |gc|
+    [gc, { "vs" => jemalloc_baseline,
+           "wall_s" => pair_ratio(runs_by_gc[jemalloc_baseline], runs_by_gc[gc], :wall_s),
+           "peak_rss_kb" => pair_ratio(runs_by_gc[jemalloc_baseline], runs_by_gc[gc], :peak_rss_kb) }]
+  end
   { "name" => bench.name, "about" => bench.about, "timing" => bench.timing?, "per_gc" => per_gc, "ratios" => ratios,
-    "runs" => runs_by_gc.values.flatten.map { |r| r.to_h.transform_keys(&:to_s) } }
+    "jemalloc_ratios" => jemalloc_ratios, "runs" => runs_by_gc.values.flatten.map { |r| r.to_h.transform_keys(&:to_s) } }
 end
 
 # ---------------------------------------------------------------------------------------------
@@ -290,12 +388,21 @@ def ratio_cell(r)
   format("%.2f (%.2f-%.2f)", r["median"], r["min"], r["max"])
 end
 
+def mb(v) = v.nil? ? "-" : fmt(v / 1048576.0)
+
 def markdown(results, gcs, baseline, meta)
   others = gcs - [baseline]
+  jbase = meta["jemalloc_baseline"]
+  jothers = jbase ? (meta["jemalloc_compared"] || []) : []
   out = +"## Mosaic benchmarks: #{gcs.join(" vs ")} (#{meta["mode"]}, #{meta["reps"]} reps, #{meta["git_commit"]})\n\n"
   out << "Wall time is per process (boot included); peak RSS is VmHWM; GC count and time are GC.stat(:count/:time).\n"
   out << "Values are medians over the successful runs; ratio = #{others.map { |o| "#{o}/#{baseline}" }.join(", ")}: " \
-         "median of per-pair ratios (run j vs run j), with the min-max of those ratios. Below 1 is better for #{others.join("/")}.\n\n"
+         "median of per-pair ratios (run j vs run j), with the min-max of those ratios. Below 1 is better for #{others.join("/")}.\n"
+  if gcs.any? { |g| g.end_with?("+jemalloc") }
+    out << "A `+jemalloc` configuration is the same GC with #{meta.dig("jemalloc", "path") || "libjemalloc.so.2"} " \
+           "(#{meta.dig("jemalloc", "package") || "libjemalloc2"}) preloaded with LD_PRELOAD; every run's allocator is checked.\n"
+  end
+  out << "\n"
   head = ["benchmark", "GC", "runs ok", "wall median s", "wall min s", "wall max s", "peak RSS MB", "GC count", "GC time ms"]
   others.each { |o| head += ["wall #{o}/#{baseline}", "RSS #{o}/#{baseline}"] }
   out << "| #{head.join(" | ")} |\n|#{head.map { "---" }.join("|")}|\n"
@@ -318,8 +425,23 @@ def markdown(results, gcs, baseline, meta)
     end
   end
 
+  unless jothers.empty?
+    out << "\n### Under jemalloc: #{jothers.map { |o| "#{o} / #{jbase}" }.join(", ")}\n\n"
+    out << "Both sides run on jemalloc; same pairing (run j vs run j) and spread as above. Below 1 is better for #{jothers.join("/")}.\n\n"
+    jhead = ["benchmark", *jothers.flat_map { |o| ["wall #{o}/#{jbase}", "RSS #{o}/#{jbase}"] }]
+    out << "| #{jhead.join(" | ")} |\n|#{jhead.map { "---" }.join("|")}|\n"
+    results.each do |res|
+      cells = jothers.flat_map do |o|
+        r = res.dig("jemalloc_ratios", o) || {}
+        [ratio_cell(r["wall_s"]), ratio_cell(r["peak_rss_kb"])]
+      end
+      out << "| #{[res["name"], *cells].join(" | ")} |\n"
+    end
+  end
+
   out << "\n### The benchmarks' own figures\n\n"
-  fhead = ["benchmark", "figure", "unit", *gcs.map { |g| "#{g} median (min-max)" }, *others.map { |o| "#{o}/#{baseline}" }, "better"]
+  fhead = ["benchmark", "figure", "unit", *gcs.map { |g| "#{g} median (min-max)" }, *others.map { |o| "#{o}/#{baseline}" },
+           *jothers.map { |o| "#{o}/#{jbase}" }, "better"]
   out << "| #{fhead.join(" | ")} |\n|#{fhead.map { "---" }.join("|")}|\n"
   results.each do |res|
     names = gcs.flat_map { |g| res["per_gc"][g]["figures"].keys }.uniq
@@ -328,15 +450,18 @@ def markdown(results, gcs, baseline, meta)
         f = res["per_gc"][g]["figures"][name]
         f ? (f["min"] == f["max"] ? fmt(f["median"], 4) : "#{fmt(f["median"], 4)} (#{fmt(f["min"])}-#{fmt(f["max"])})") : "-"
       end
-      base = res["per_gc"][baseline]["figures"][name]
-      ratios = others.map do |o|
+      ratio = lambda do |o, b|
         f = res["per_gc"][o]["figures"][name]
+        base = res["per_gc"][b]["figures"][name]
         f && base && base["median"].to_f.nonzero? ? format("%.2f", f["median"].to_f / base["median"]) : "-"
       end
+      ratios = others.map { |o| ratio.call(o, baseline) } + jothers.map { |o| ratio.call(o, jbase) }
       any = gcs.map { |g| res["per_gc"][g]["figures"][name] }.compact.first
       out << "| #{[res["name"], name, any["unit"], *cells, *ratios, any["better"]].join(" | ")} |\n"
     end
   end
+
+  out << memory_markdown(results, gcs)
 
   problems = results.flat_map { |res| res["runs"].map { |r| [res["name"], r] } }
                     .reject { |_, r| r["status"] == "ok" }
@@ -351,6 +476,49 @@ def markdown(results, gcs, baseline, meta)
     failed.each do |n, r|
       out << "- **#{n}** under #{r["gc"]}, run #{r["rep"]}: #{r["message"]}; stderr tail:\n\n"
       out << "```\n#{r["stderr_tail"].to_s.rstrip}\n```\n\n"
+    end
+  end
+  out
+end
+
+# The "Memory breakdown at exit" section: the probe's figures (medians over the successful runs)
+# of the timed benchmarks; then every mosaic_*_bytes GC.stat key any run reported, in MB.
+def memory_markdown(results, gcs)
+  rows = results.select { |res| res["timing"] }
+  return "" if rows.empty?
+  out = +"\n### Memory breakdown at exit\n\n"
+  out << "Medians over the successful runs, taken by bench/lib/probe.rb when the process exits: peak RSS (VmHWM) and " \
+         "RSS at exit (VmRSS) from /proc/self/status; glibc malloc from mallinfo2(): in use (uordblks + hblkhd), free " \
+         "inside its arenas (fordblks), mmapped chunks (hblkhd) -- \"-\" under jemalloc; Ruby heap from GC.stat: " \
+         "live and free slots, allocated pages. MB = 2^20 bytes. Figure-only benchmarks are left out.\n\n"
+  head = ["benchmark", "GC", "peak RSS MB", "RSS at exit MB", "libc in use MB", "libc free in arenas MB",
+          "libc mmapped MB", "live slots", "free slots", "heap pages"]
+  out << "| #{head.join(" | ")} |\n|#{head.map { "---" }.join("|")}|\n"
+  med = ->(h, k) { h && h[k] && h[k]["median"] }
+  rows.each do |res|
+    gcs.each do |gc|
+      s = res["per_gc"][gc]
+      m = s["memory"] || {}
+      kb = ->(v) { v.nil? ? "-" : fmt(v / 1024.0) }
+      out << "| #{[res["name"], gc, kb.call(med.call(s, "peak_rss_kb")), kb.call(med.call(m, "rss_kb")),
+                   mb(med.call(m, "libc_in_use_bytes")), mb(med.call(m, "libc_free_bytes")), mb(med.call(m, "libc_mmapped_bytes")),
+                   fmt(med.call(m, "heap_live_slots")&.round), fmt(med.call(m, "heap_free_slots")&.round),
+                   fmt(med.call(m, "heap_allocated_pages")&.round)].join(" | ")} |\n"
+    end
+  end
+
+  keys = rows.flat_map { |res| gcs.flat_map { |g| (res["per_gc"][g].dig("memory", "mosaic_stats") || {}).keys } }
+             .uniq.grep(/\Amosaic_.*_bytes\z/)
+  return out if keys.empty?
+  out << "\nMosaic's own accounting at exit: every `mosaic_*_bytes` key of GC.stat the runs reported, in MB " \
+         "(medians; rows of configurations that report none are left out).\n\n"
+  head = ["benchmark", "GC", *keys.map { |k| "#{k.delete_suffix("_bytes")} MB" }]
+  out << "| #{head.join(" | ")} |\n|#{head.map { "---" }.join("|")}|\n"
+  rows.each do |res|
+    gcs.each do |gc|
+      stats = res["per_gc"][gc].dig("memory", "mosaic_stats") || {}
+      next if (stats.keys & keys).empty?
+      out << "| #{[res["name"], gc, *keys.map { |k| mb(med.call(stats, k)) }].join(" | ")} |\n"
     end
   end
   out
@@ -383,7 +551,13 @@ meta = {
   "ruby" => ruby, "ruby_version" => ruby_versions, "gc_dir" => TOOL["MOSAIC_GC_DIR"],
   "machine" => machine_info, "command" => "bench/run.rb #{options.inspect}",
   "ratio_spread" => "median of per-pair ratios (run j of a GC vs run j of the baseline), with min and max",
+  "configs" => configs.transform_values { |c| { "gc" => c.gc, "allocator" => c.allocator, "ld_preload" => config_env(c)["LD_PRELOAD"] } },
+  "jemalloc_baseline" => jemalloc_baseline, "jemalloc_compared" => jemalloc_others,
 }
+if JEMALLOC
+  version = IO.popen(["dpkg-query", "-W", "-f", "${Version}", "libjemalloc2"], err: File::NULL, &:read).strip rescue ""
+  meta["jemalloc"] = { "path" => JEMALLOC, "package" => version.empty? ? nil : "libjemalloc2 #{version}" }
+end
 
 t0 = Process.clock_gettime(Process::CLOCK_MONOTONIC)
 elapsed = lambda do
@@ -403,7 +577,7 @@ Dir.mktmpdir("mosaic-bench-") do |scratch|
       break if skipped
       gcs.each do |gc|
         $stderr.print "[#{elapsed.call}] benchmark #{i + 1}/#{selected.size} #{bench.name}: run #{rep}/#{n} #{gc} ... "
-        r = run_once(ruby, bench, gc, rep, quick, timeout, scratch)
+        r = run_once(ruby, bench, configs[gc], rep, quick, timeout, scratch)
         runs_by_gc[gc] << r
         case r.status
         when "ok" then warn format("%.2f s, %.0f MB", r.wall_s, r.peak_rss_kb / 1024.0)
@@ -413,7 +587,7 @@ Dir.mktmpdir("mosaic-bench-") do |scratch|
         skipped = true if r.status == "skipped"
       end
     end
-    results << summarize(bench, runs_by_gc, baseline)
+    results << summarize(bench, runs_by_gc, baseline, jemalloc_baseline, jemalloc_others)
   end
 end
 meta["duration_s"] = (Process.clock_gettime(Process::CLOCK_MONOTONIC) - t0).round(1)

@@ -99,27 +99,28 @@ mosaic_heap_total_allocated(mosaic_objspace_t *objspace, int heap_index)
 
 /* ============================================================ slow path */
 
+/* A page with free slots, without growing: the fullest queued one, else by sweeping more of
+ * the class (lazily), else an empty page from the pool (memory already resident). */
 static struct mosaic_page *
 heap_take_free_page(mosaic_objspace_t *objspace, struct mosaic_heap *heap)
 {
-    struct mosaic_page *page = heap->free_pages;
-    if (page) {
-        heap->free_pages = page->free_next;
-        page->free_next = NULL;
-        return page;
+    struct mosaic_page *page = mosaic_heap_dequeue_free_page(heap);
+    if (page) return page;
+    while (objspace->lazy_sweeping && heap->sweep_index < heap->page_count) {
+        if ((page = mosaic_sweep_for_free_page(objspace, heap)) != NULL) return page;
     }
-    if (objspace->lazy_sweeping) return mosaic_sweep_for_free_page(objspace, heap);
-    return NULL;
+    return mosaic_pool_take(objspace, heap);
 }
 
-/* Adds a page to the class if a budget allows (its own first, then the shared one), or if
- * forced (GC disabled, or a collection did not free enough). */
+/* Adds a fresh page to the class if a budget allows (its own first, then the shared one), or
+ * if forced (GC disabled, or a collection did not free enough). */
 static struct mosaic_page *
 heap_grow(mosaic_objspace_t *objspace, struct mosaic_heap *heap, bool force)
 {
     bool own = heap->allocatable_slots > 0;
     bool shared = objspace->allocatable_bytes >= MOSAIC_PAGE_SIZE;
     if (!force && !own && !shared) return NULL;
+    if (!force && mosaic_pace_over_limit(objspace)) return NULL;
     struct mosaic_page *page = mosaic_page_new(objspace, heap);
     if (!page) return NULL;
     if (own) {
@@ -171,10 +172,18 @@ static void
 new_obj_slow_checks(mosaic_objspace_t *objspace)
 {
     if (RB_UNLIKELY(objspace->during_gc)) {
-        objspace->dont_gc = true;
-        objspace->during_gc = false;
-        if (rb_memerror_reentered()) rb_memerror();
-        rb_bug("Mosaic: object allocation during garbage collection");
+        /* Another Ractor's lazy sweep step runs without stopping this one (sweep.c): wait for
+         * it under the VM lock. If during_gc is still set once this thread holds the lock
+         * (recursively), this thread is the collector: a bug, as in the default GC. */
+        unsigned int lev = rb_gc_vm_lock();
+        bool inside = objspace->during_gc;
+        rb_gc_vm_unlock(lev);
+        if (inside) {
+            objspace->dont_gc = true;
+            objspace->during_gc = false;
+            if (rb_memerror_reentered()) rb_memerror();
+            rb_bug("Mosaic: object allocation during garbage collection");
+        }
     }
     if (objspace->gc_stress && !objspace->dont_gc) {
         mosaic_collect(objspace, MOSAIC_REASON_STRESS);

@@ -7,11 +7,14 @@
  *   3. every Ractor's allocation cache hands its free slots back to their page.
  *   4. choose minor or major (generation.c's model); GC_START event; mark from the roots, and
  *      in a minor GC from the remembered set (mark.c); clear dead weak references; GC_END_MARK.
- *   5. pace: decide growth and shrink budgets from what survived (pace.c).
+ *   5. pace: decide the growth budgets from what survived (pace.c).
  *   6. prepare the sweep: every page before_sweep. Sweep now if immediate (asked for, stress,
  *      or a heap walk is running), else lazily as allocation needs pages; GC_END_SWEEP when
  *      the last page is swept.
- *   7. leave: GC_EXIT event, clear during_gc, release the lock; schedule finalizers.
+ *   7. leave: trace line and peak snapshot (memory.c), GC_EXIT event, clear during_gc,
+ *      release the lock; schedule finalizers.
+ * Pages that sat in the empty-page pool through the whole previous cycle are released at
+ * step 2 (heap.c).
  *
  * Invariants:
  *  - during_gc is true exactly between enter and leave; entering twice is a bug (rb_bug),
@@ -78,13 +81,16 @@ mosaic_collect(mosaic_objspace_t *objspace, unsigned int reason)
 
     uint64_t start_ns = mosaic_now_ns();
     bool measure = objspace->measure_time;
+    objspace->gc_start_ns = start_ns;
 
-    /* 2. Finish the previous cycle. */
+    /* 2. Finish the previous cycle; pooled pages idle since then go back to the OS (all of
+     *    them near the soft limit). */
     if (objspace->lazy_sweeping) {
         uint64_t t = measure ? mosaic_now_ns() : 0;
         mosaic_sweep_rest(objspace);
         if (measure) objspace->stats.sweeping_time_ns += mosaic_now_ns() - t;
     }
+    if (objspace->heap_walk_depth == 0) mosaic_pool_trim(objspace, mosaic_pace_near_limit(objspace));
 
     /* 3. Caches hand their free slots back to their pages. */
     mosaic_caches_clear(objspace);
@@ -136,6 +142,12 @@ mosaic_collect(mosaic_objspace_t *objspace, unsigned int reason)
     }
     objspace->full_mark = full;
     objspace->stats.latest_reason = reason;
+    objspace->malloc_bytes_at_gc = __atomic_load_n(&objspace->malloc_bytes, __ATOMIC_RELAXED);
+    objspace->heap_bytes_at_gc = 0;
+    for (int i = 0; i < MOSAIC_HEAP_COUNT; i++) {
+        const struct mosaic_heap *heap = &objspace->heaps[i];
+        objspace->heap_bytes_at_gc += (heap->total_allocated_objects - heap->total_freed_objects) * heap->slot_size;
+    }
     mosaic_pace_malloc_limit(objspace);
 
     rb_gc_event_hook(0, RUBY_INTERNAL_EVENT_GC_START);
@@ -161,6 +173,7 @@ mosaic_collect(mosaic_objspace_t *objspace, unsigned int reason)
     if (objspace->stats.profiler_enabled) mosaic_profile_record(objspace, reason, start_ns, end_ns);
 
     /* 7. Leave. */
+    mosaic_memory_after_gc(objspace, reason);
     bool verify = verify_due(objspace);
     mosaic_gc_exit(objspace, &lev);
 

@@ -29,6 +29,14 @@
  * | MOSAIC_VERIFY                         | 0       | 1: verify the heap after every GC (slow;  |
  * |                                       |         | under GC.stress, amortized: collect.c)    |
  * | MOSAIC_STRESS_MINOR                   | 0 (off) | checking build: a GC every N allocations  |
+ * | MOSAIC_MEMORY_LIMIT                   | 0 (off) | soft limit on pages + malloc, e.g. 512M   |
+ * |                                       |         | (pace.c); 0 or at least 1 MiB             |
+ * | MOSAIC_TRACE                          | 0       | 1: one line per GC on stderr (memory.c)   |
+ * | MOSAIC_MEMORY_REPORT                  | 0       | 1: memory breakdown at exit and at peak   |
+ *
+ * RUBY_GC_HEAP_FREE_SLOTS_MAX_RATIO is accepted and shown by GC.config but no longer used:
+ * Mosaic moves every empty page to the empty-page pool and returns pooled pages idle for a
+ * whole cycle (pace.c), instead of shrinking a class above a free ratio.
  */
 #include <ctype.h>
 #include <math.h>
@@ -165,6 +173,15 @@ mosaic_params_from_env(struct mosaic_params *params)
         else fprintf(stderr, "[mosaic] MOSAIC_STRESS_MINOR is ignored: it needs the checking build (make CHECK=1)\n");
     }
 
+    size_t limit = params->memory_limit;
+    if (getenv("MOSAIC_MEMORY_LIMIT") && strcmp(getenv("MOSAIC_MEMORY_LIMIT"), "0") == 0) params->memory_limit = 0;
+    else if (env_size("MOSAIC_MEMORY_LIMIT", &limit, (size_t)1 << 20)) params->memory_limit = limit;
+
+    size_t trace = 0;
+    if (env_size("MOSAIC_TRACE", &trace, 0)) params->trace = trace != 0;
+    size_t report = 0;
+    if (env_size("MOSAIC_MEMORY_REPORT", &report, 0)) params->memory_report = report != 0;
+
     size_t verify = params->verify_after_gc;
     if (env_size("MOSAIC_VERIFY", &verify, 0)) {
         if (verify > 1) fprintf(stderr, "[mosaic] MOSAIC_VERIFY=%zu is taken as 1 (on)\n", verify);
@@ -194,6 +211,7 @@ mosaic_config_get(mosaic_objspace_t *objspace)
     rb_hash_aset(hash, SYM("verify_after_gc"), RBOOL(p->verify_after_gc));
     rb_hash_aset(hash, SYM("generational"), RBOOL(objspace->params.generational));
     rb_hash_aset(hash, SYM("oldobject_limit_factor"), DBL2NUM(p->oldobject_limit_factor));
+    rb_hash_aset(hash, SYM("memory_limit"), p->memory_limit ? SIZET2NUM(p->memory_limit) : Qnil);
     return hash;
 }
 
@@ -273,6 +291,14 @@ config_set_i(VALUE key, VALUE value, VALUE data)
     else if (id == rb_intern("verify_after_gc")) {
         p->verify_after_gc = RTEST(value);
     }
+    else if (id == rb_intern("memory_limit")) {
+        /* nil, false or 0 turns the soft limit off; otherwise bytes, at least 1 MiB. */
+        size_t limit = RTEST(value) ? config_size(key, value) : 0;
+        if (limit != 0 && limit < ((size_t)1 << 20)) {
+            rb_raise(rb_eArgError, "GC.config: memory_limit must be nil, 0 or at least 1 MiB (1048576), got %zu", limit);
+        }
+        p->memory_limit = limit;
+    }
     /* Unknown keys are ignored, as the default GC does; GC.config then reports them as nil. */
     return ST_CONTINUE;
 }
@@ -306,5 +332,6 @@ mosaic_config_set(mosaic_objspace_t *objspace, VALUE hash)
     rb_hash_foreach(hash, config_set_i, (VALUE)&u);
     config_check(&u);
     if (u.next.allow_full_mark != objspace->params.allow_full_mark) mosaic_gc_rest(objspace);
+    if (u.next.memory_limit != objspace->params.memory_limit) objspace->limit_set_aside = false;
     objspace->params = u.next;
 }

@@ -215,6 +215,9 @@ rb_gc_impl_shutdown_call_finalizer(void *objspace_ptr)
 {
     mosaic_objspace_t *objspace = objspace_ptr;
 
+    /* The breakdown at exit, before exit frees anything (memory.c). */
+    if (objspace->params.memory_report) mosaic_memory_report(objspace, "at exit");
+
     if (RUBY_ATOMIC_EXCHANGE(objspace->finalizing, 1)) {
         /* A finalizer is running (we are exiting from inside one): stop collecting. */
         objspace->dont_gc = true;

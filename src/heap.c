@@ -13,8 +13,14 @@
  *  - Bodies come from arenas of MOSAIC_ARENA_PAGES bodies, one mapping each: the heap costs
  *    one kernel mapping per arena, not per page. An arena is unmapped when none of its
  *    bodies is in use; a released body's memory goes back to the OS at once (DONTNEED).
- *  - A page is only released when it has no live object, no zombie and no walk (heap_walk_depth)
- *    holds a snapshot of it.
+ *  - A page is only released or pooled when it has no live object, no zombie and no walk
+ *    (heap_walk_depth) holds a snapshot of it.
+ *  - The empty-page pool: a page no class uses. It is in no heap->pages array and not in
+ *    sorted_pages (so no lookup, walk, mark or sweep sees it), its body stays mapped and
+ *    resident, every slot is T_NONE. Any class may take it (its slots are laid out again
+ *    when the slot size differs). Pages idle in the pool for a whole cycle are released,
+ *    except a reserve as large as what the latest cycle drew (hysteresis: a program that
+ *    oscillates reuses its pages instead of faulting fresh ones in every cycle).
  */
 #include <sys/mman.h>
 #include <errno.h>
@@ -59,6 +65,10 @@ mosaic_heap_init(mosaic_objspace_t *objspace)
         size_t slot_size = mosaic_heap_sizes[i];
         heap->slot_size = slot_size;
         heap->slots_per_page = (MOSAIC_PAGE_SIZE - MOSAIC_PAGE_HEADER_SIZE) / slot_size;
+        /* The bit of every slot start, for the sweep's word-at-a-time loop. */
+        size_t step = slot_size / MOSAIC_BASE_SLOT_SIZE;
+        size_t first = MOSAIC_PAGE_HEADER_SIZE / MOSAIC_BASE_SLOT_SIZE;
+        for (size_t j = 0; j < heap->slots_per_page; j++) mosaic_bit_set(heap->slot_start_bits, first + j * step);
     }
 }
 
@@ -249,16 +259,72 @@ page_build_freelist(struct mosaic_page *page)
     page->freelist = head;
 }
 
+/* Lays out `page` for `heap`'s slot size: every slot free and on its freelist, every bitmap
+ * clear. The body must be all T_NONE (fresh, zeroed, or an empty page from the pool). */
+static void
+page_layout(struct mosaic_page *page, struct mosaic_heap *heap)
+{
+    bool same = page->heap == heap && page->slot_size == heap->slot_size && page->freelist;
+    page->heap = heap;
+    page->slot_size = (uint32_t)heap->slot_size;
+    page->total_slots = (uint32_t)heap->slots_per_page;
+    page->free_slots = page->total_slots;
+    page->start = (uintptr_t)page->body + MOSAIC_PAGE_HEADER_SIZE;
+    page->final_slots = 0;
+    page->free_next = NULL;
+    /* A page created during lazy sweeping counts as swept: the sweeper skips it. */
+    page->before_sweep = false;
+    memset(page->mark_bits, 0, sizeof(page->mark_bits));
+    memset(page->pinned_bits, 0, sizeof(page->pinned_bits));
+    memset(page->wb_unprotected_bits, 0, sizeof(page->wb_unprotected_bits));
+    memset(page->age0_bits, 0, sizeof(page->age0_bits));
+    memset(page->age1_bits, 0, sizeof(page->age1_bits));
+    memset(page->old_bits, 0, sizeof(page->old_bits));
+    memset(page->remembered_bits, 0, sizeof(page->remembered_bits));
+    /* An empty page of the same class already has every slot on its freelist: leave the
+     * slots untouched (a forked child then keeps them shared). */
+    if (!same) page_build_freelist(page);
+}
+
+static bool
+heap_pages_reserve(struct mosaic_heap *heap)
+{
+    if (heap->page_count < heap->page_capa) return true;
+    size_t capa = heap->page_capa ? heap->page_capa * 2 : 64;
+    struct mosaic_page **pages = realloc(heap->pages, capa * sizeof(*pages));
+    if (!pages) return false;
+    heap->pages = pages;
+    heap->page_capa = capa;
+    return true;
+}
+
+static void
+heap_add_page(struct mosaic_heap *heap, struct mosaic_page *page)
+{
+    heap->pages[heap->page_count++] = page;
+    heap->total_slots += page->total_slots;
+}
+
+/* Takes a page from the empty-page pool for `heap`, or returns NULL when the pool is empty. */
+struct mosaic_page *
+mosaic_pool_take(mosaic_objspace_t *objspace, struct mosaic_heap *heap)
+{
+    struct mosaic_page *page = objspace->pool;
+    if (!page || !heap_pages_reserve(heap)) return NULL;
+    if (!sorted_add(objspace, page)) return NULL;
+    objspace->pool = page->free_next;
+    objspace->pool_count--;
+    objspace->pool_taken++;
+    page_layout(page, heap);
+    heap_add_page(heap, page);
+    heap->total_allocated_pages++;
+    return page;
+}
+
 struct mosaic_page *
 mosaic_page_new(mosaic_objspace_t *objspace, struct mosaic_heap *heap)
 {
-    if (heap->page_count == heap->page_capa) {
-        size_t capa = heap->page_capa ? heap->page_capa * 2 : 64;
-        struct mosaic_page **pages = realloc(heap->pages, capa * sizeof(*pages));
-        if (!pages) return NULL;
-        heap->pages = pages;
-        heap->page_capa = capa;
-    }
+    if (!heap_pages_reserve(heap)) return NULL;
 
     struct mosaic_page *page = calloc(1, sizeof(struct mosaic_page));
     if (!page) return NULL;
@@ -275,43 +341,95 @@ mosaic_page_new(mosaic_objspace_t *objspace, struct mosaic_heap *heap)
     }
 
     *(struct mosaic_page **)body = page;
-    page->heap = heap;
-    page->slot_size = (uint32_t)heap->slot_size;
-    page->total_slots = (uint32_t)heap->slots_per_page;
-    page->start = (uintptr_t)body + MOSAIC_PAGE_HEADER_SIZE;
-    page_build_freelist(page);
-    /* A page created during lazy sweeping counts as swept: the sweeper skips it. */
-    page->before_sweep = false;
-
-    heap->pages[heap->page_count++] = page;
-    heap->total_slots += page->total_slots;
+    page_layout(page, heap);
+    heap_add_page(heap, page);
     heap->total_allocated_pages++;
     return page;
 }
 
-/* Returns heap->pages[index] to the OS. The caller guarantees it holds no live object and is
- * on no freelist chain (heap->free_pages or a cache). The last page takes its place. */
+/* Takes heap->pages[index] out of its class (the last page takes its place). */
+static void
+heap_remove_page(mosaic_objspace_t *objspace, struct mosaic_heap *heap, size_t index)
+{
+    struct mosaic_page *page = heap->pages[index];
+    heap->pages[index] = heap->pages[heap->page_count - 1];
+    heap->page_count--;
+    if (heap->sweep_index > heap->page_count) heap->sweep_index = heap->page_count;
+    heap->total_slots -= page->total_slots;
+    sorted_remove(objspace, page);
+}
+
+/* Moves the empty heap->pages[index] into the pool. Same conditions as mosaic_page_release. */
+void
+mosaic_pool_put(mosaic_objspace_t *objspace, struct mosaic_heap *heap, size_t index)
+{
+    struct mosaic_page *page = heap->pages[index];
+    MOSAIC_ASSERT(page->final_slots == 0);
+    MOSAIC_ASSERT(objspace->heap_walk_depth == 0);
+    heap_remove_page(objspace, heap, index);
+    heap->total_freed_pages++;
+    page->before_sweep = false;
+    page->pooled_at = objspace->stats.count;
+    page->free_next = objspace->pool;
+    objspace->pool = page;
+    objspace->pool_count++;
+}
+
+static void
+page_free(mosaic_objspace_t *objspace, struct mosaic_page *page)
+{
+    page_body_return(objspace, page->arena, page->body);
+    free(page);
+}
+
+/* Returns pool pages to the OS: every page when `all`, else those idle since before the
+ * latest GC (pooled_at < count) beyond the reserve. Called at the start of a GC, before the
+ * count moves on: a page pooled by the previous cycle's sweep and not taken since has sat
+ * through one whole cycle of allocation. The reserve is what the previous cycle drew from
+ * the pool, decaying by half each cycle. Returns the number of pages released. */
+size_t
+mosaic_pool_trim(mosaic_objspace_t *objspace, bool all)
+{
+    size_t reserve = objspace->pool_reserve / 2;
+    if (objspace->pool_taken > reserve) reserve = objspace->pool_taken;
+    objspace->pool_reserve = reserve;
+    objspace->pool_taken = 0;
+    if (all) reserve = 0;
+
+    size_t released = 0, kept = 0;
+    struct mosaic_page **link = &objspace->pool;
+    while (*link) {
+        struct mosaic_page *page = *link;
+        /* The pool is a stack: the most recently pooled (warm) pages are kept first. */
+        if (kept < reserve || (!all && page->pooled_at >= objspace->stats.count)) {
+            kept++;
+            link = &page->free_next;
+            continue;
+        }
+        *link = page->free_next;
+        objspace->pool_count--;
+        page_free(objspace, page);
+        released++;
+    }
+    return released;
+}
+
+/* Returns the empty heap->pages[index] to the OS at once. The caller guarantees it holds no
+ * live object, no zombie, and is on no freelist chain (a free_pages bucket or a cache). */
 void
 mosaic_page_release(mosaic_objspace_t *objspace, struct mosaic_heap *heap, size_t index)
 {
     struct mosaic_page *page = heap->pages[index];
     MOSAIC_ASSERT(page->final_slots == 0);
     MOSAIC_ASSERT(objspace->heap_walk_depth == 0);
-
-    heap->pages[index] = heap->pages[heap->page_count - 1];
-    heap->page_count--;
-    if (heap->sweep_index > heap->page_count) heap->sweep_index = heap->page_count;
-    heap->total_slots -= page->total_slots;
+    heap_remove_page(objspace, heap, index);
     heap->total_freed_pages++;
-
-    sorted_remove(objspace, page);
-    page_body_return(objspace, page->arena, page->body);
-    free(page);
+    page_free(objspace, page);
 }
 
-/* Returns every page with no live object and no zombie to the OS; its slots go back into the
- * class's growth budget, so the heap can grow back without a collection. Caller holds the VM
- * lock, every page is swept and no cache holds a slot (mosaic_caches_clear). */
+/* Returns every page with no live object and no zombie to the OS, pooled ones included
+ * (Process.warmup). Caller holds the VM lock, every page is swept and no cache holds a slot
+ * (mosaic_caches_clear). */
 size_t
 mosaic_heap_release_empty_pages(mosaic_objspace_t *objspace)
 {
@@ -327,25 +445,16 @@ mosaic_heap_release_empty_pages(mosaic_objspace_t *objspace)
                 if (((VALUE *)(page->start + i * page->slot_size))[0] == 0) free_slots++;
             }
             if (free_slots == page->total_slots && page->final_slots == 0) {
-                heap->allocatable_slots += page->total_slots;
                 mosaic_page_release(objspace, heap, j);
                 released++;
                 continue;  /* the last page moved into j */
             }
             j++;
         }
-        /* Rebuild the queue of pages with free slots from what is left. */
-        heap->free_pages = NULL;
-        for (size_t j = 0; j < heap->page_count; j++) {
-            struct mosaic_page *page = heap->pages[j];
-            page->free_next = NULL;
-            if (page->freelist) {
-                page->free_next = heap->free_pages;
-                heap->free_pages = page;
-            }
-        }
+        /* Rebuild the queues of pages with free slots from what is left. */
+        mosaic_heap_requeue_free_pages(heap);
     }
-    return released;
+    return released + mosaic_pool_trim(objspace, true);
 }
 
 void
@@ -361,6 +470,12 @@ mosaic_heap_free_all(mosaic_objspace_t *objspace)
     free(objspace->sorted_pages);
     objspace->sorted_pages = NULL;
     objspace->sorted_count = objspace->sorted_capa = 0;
+    while (objspace->pool) {
+        struct mosaic_page *page = objspace->pool;
+        objspace->pool = page->free_next;
+        free(page);
+    }
+    objspace->pool_count = 0;
     while (objspace->arenas) {
         struct mosaic_arena *arena = objspace->arenas;
         objspace->arenas = arena->next;

@@ -3,8 +3,14 @@
  *
  * Owns: rb_gc_impl_malloc/calloc/realloc/free/adjust_memory_usage's logic: the system
  * allocator does the work; every byte is added to (or taken from) malloc_increase (since the
- * latest GC) and oldmalloc_increase (since the latest major GC); crossing malloc_limit
- * triggers a collection, crossing oldmalloc_limit makes the next one major (pace.c).
+ * latest GC), oldmalloc_increase (since the latest major GC) and malloc_bytes (outstanding:
+ * what Ruby holds through these functions now); crossing malloc_limit triggers a collection,
+ * crossing oldmalloc_limit makes the next one major (pace.c).
+ *
+ * Sizes are the allocator's usable sizes (malloc_usable_size), as in the default GC, not the
+ * caller's hint: a free whose caller does not know the size (plain xfree) is still taken off,
+ * so malloc_bytes is exact, not an ever-growing over-estimate that would trigger GCs for
+ * memory already given back. (Under jemalloc via LD_PRELOAD, malloc_usable_size is jemalloc's.)
  *
  * Invariants:
  *  - These functions may run without the GVL, on any thread: malloc_increase is updated
@@ -22,6 +28,7 @@
  */
 #include <stdlib.h>
 #include <errno.h>
+#include <malloc.h>
 
 #include "mosaic.h"
 
@@ -44,6 +51,7 @@ mosaic_malloc_decrease(mosaic_objspace_t *objspace, size_t size)
     if (!objspace || size == 0) return;
     atomic_sub_to_zero(&objspace->malloc_increase, size);
     atomic_sub_to_zero(&objspace->oldmalloc_increase, size);
+    atomic_sub_to_zero(&objspace->malloc_bytes, size);
 }
 
 static bool
@@ -59,6 +67,7 @@ mosaic_malloc_increase(mosaic_objspace_t *objspace, size_t size, bool may_collec
     if (!objspace || size == 0) return;
     size_t now = __atomic_add_fetch(&objspace->malloc_increase, size, __ATOMIC_RELAXED);
     __atomic_add_fetch(&objspace->oldmalloc_increase, size, __ATOMIC_RELAXED);
+    __atomic_add_fetch(&objspace->malloc_bytes, size, __ATOMIC_RELAXED);
     /* While GC is disabled nothing is flagged: a pending flag would send every allocation to
      * the slow path for nothing. The increase stays counted; the first malloc after
      * GC.enable crosses the limit again. */
@@ -100,7 +109,7 @@ rb_gc_impl_malloc(void *objspace_ptr, size_t size)
     void *mem = malloc(size ? size : 1);
     if (RB_UNLIKELY(!mem) && collect_for_retry(objspace)) mem = malloc(size ? size : 1);
     if (!mem) return NULL;
-    mosaic_malloc_increase(objspace, size, true);
+    mosaic_malloc_increase(objspace, malloc_usable_size(mem), true);
     return mem;
 }
 
@@ -112,7 +121,7 @@ rb_gc_impl_calloc(void *objspace_ptr, size_t size)
     void *mem = calloc(1, size ? size : 1);
     if (RB_UNLIKELY(!mem) && collect_for_retry(objspace)) mem = calloc(1, size ? size : 1);
     if (!mem) return NULL;
-    mosaic_malloc_increase(objspace, size, true);
+    mosaic_malloc_increase(objspace, malloc_usable_size(mem), true);
     return mem;
 }
 
@@ -123,9 +132,11 @@ rb_gc_impl_realloc(void *objspace_ptr, void *ptr, size_t new_size, size_t old_si
     if (!ptr) return rb_gc_impl_malloc(objspace_ptr, new_size);
 
     collect_for_stress(objspace);
+    old_size = malloc_usable_size(ptr);
     void *mem = realloc(ptr, new_size ? new_size : 1);
     if (RB_UNLIKELY(!mem) && collect_for_retry(objspace)) mem = realloc(ptr, new_size ? new_size : 1);
     if (!mem) return NULL;
+    new_size = malloc_usable_size(mem);
     if (new_size > old_size) mosaic_malloc_increase(objspace, new_size - old_size, false);
     else mosaic_malloc_decrease(objspace, old_size - new_size);
     return mem;
@@ -135,6 +146,7 @@ void
 rb_gc_impl_free(void *objspace_ptr, void *ptr, size_t old_size)
 {
     if (!ptr) return;
+    old_size = malloc_usable_size(ptr);
     free(ptr);
     mosaic_malloc_decrease(objspace_ptr, old_size);
 }

@@ -63,6 +63,8 @@
 #define MOSAIC_BITMAP_WORDS     ((MOSAIC_BITMAP_BITS + 63) / 64)
 /* The first slot starts one base slot into the body; the word before it holds the page pointer. */
 #define MOSAIC_PAGE_HEADER_SIZE MOSAIC_BASE_SLOT_SIZE
+/* Swept pages wait for allocation in buckets by free ratio (quarters). */
+#define MOSAIC_FREE_BUCKETS     4
 
 /* Why a collection ran, and how: recorded for GC.latest_gc_info and the profiler. */
 enum mosaic_reason {
@@ -116,9 +118,11 @@ struct mosaic_page {
     uint32_t slot_size;
     uint32_t total_slots;
     uint32_t final_slots;            /* zombies on this page */
+    uint32_t free_slots;             /* counted by the latest sweep of this page */
     bool before_sweep;               /* marked this cycle, not swept yet */
     struct mosaic_free_slot *freelist;
-    struct mosaic_page *free_next;   /* link in heap->free_pages */
+    struct mosaic_page *free_next;   /* link in a heap->free_pages bucket, or in the pool */
+    size_t pooled_at;                /* stats.count when it entered the empty-page pool */
 
     /* Side bitmaps, one bit per base slot (only the first bit of a slot is used). */
     mosaic_bits_t mark_bits[MOSAIC_BITMAP_WORDS];
@@ -140,11 +144,13 @@ struct mosaic_heap {
     size_t page_count;
     size_t page_capa;
     size_t sweep_index;              /* pages[sweep_index..] are not swept yet */
-    struct mosaic_page *free_pages;  /* swept pages whose freelist is not handed out */
+    /* Swept pages whose freelist is not handed out, by how full they are: bucket 0 holds the
+     * fullest (under 1/4 free); allocation takes from the fullest bucket first (sweep.c). */
+    struct mosaic_page *free_pages[MOSAIC_FREE_BUCKETS];
+    mosaic_bits_t slot_start_bits[MOSAIC_BITMAP_WORDS];  /* bits where this class's slots start */
 
     size_t total_slots;
-    size_t allocatable_slots;        /* this class's own growth budget: init slots, returned pages */
-    size_t freeable_pages;           /* empty pages the current sweep may return to the OS */
+    size_t allocatable_slots;        /* this class's own growth budget (pace.c) */
     size_t marked_slots;             /* marked in the latest cycle */
     size_t final_slots;
 
@@ -202,6 +208,30 @@ struct mosaic_params {
     double oldobject_limit_factor;
     double wb_unprotected_limit_ratio;
     size_t stress_minor_every;       /* checking build: MOSAIC_STRESS_MINOR=N, a GC every N allocations */
+    bool trace;                      /* MOSAIC_TRACE=1: one line per GC on stderr (memory.c) */
+    bool memory_report;              /* MOSAIC_MEMORY_REPORT=1: breakdown at exit and at peak */
+    size_t memory_limit;             /* MOSAIC_MEMORY_LIMIT / GC.config(memory_limit:); 0: none */
+};
+
+/* Where the memory goes, in bytes (memory.c). One X-macro so that the struct, GC.stat's keys
+ * (mosaic_<name>_bytes, mosaic_peak_<name>_bytes) and the report never disagree. */
+#define MOSAIC_MEMORY_FIELDS(X) \
+    X(rss)            /* resident set size (VmRSS) */ \
+    X(heap_pages)     /* pages in use by a size class, whole (MOSAIC_PAGE_SIZE each) */ \
+    X(heap_live)      /* bytes of slots holding an object (live, or garbage not swept yet) */ \
+    X(heap_free)      /* bytes of free slots in pages in use */ \
+    X(heap_pooled)    /* empty pages held in the pool, resident, for any class */ \
+    X(metadata)       /* page descriptors with their side bitmaps, page arrays, index */ \
+    X(malloc)         /* bytes malloc'd through Ruby's accounting (usable sizes), now */ \
+    X(libc_in_use)    /* glibc mallinfo2: uordblks + hblkhd, the whole process */ \
+    X(libc_free)      /* glibc mallinfo2: fordblks, free inside malloc's arenas */ \
+    X(libc_mmap)      /* glibc mallinfo2: hblkhd, blocks malloc mmapped directly */ \
+    X(other)          /* rss - heap_pages - heap_pooled - libc_in_use - libc_free, >= 0 */
+
+struct mosaic_memory {
+#define MOSAIC_MEMORY_MEMBER(name) size_t name;
+    MOSAIC_MEMORY_FIELDS(MOSAIC_MEMORY_MEMBER)
+#undef MOSAIC_MEMORY_MEMBER
 };
 
 #define MOSAIC_PROFILE_MAX 100000
@@ -222,6 +252,8 @@ struct mosaic_stats {
     size_t weak_references_count;
     size_t retained_weak_references_count;
     size_t remembered_rescanned;     /* objects a minor GC traced from the remembered set */
+    size_t malloc_trim_count;        /* memory.c */
+    uint64_t malloc_trim_time_ns;
     size_t minor_gc_count;
     size_t major_gc_count;
     unsigned int latest_reason;
@@ -287,7 +319,25 @@ typedef struct mosaic_objspace {
     /* Growth budget shared by all classes, in bytes of page (pace.c). */
     size_t allocatable_bytes;
 
+    /* The empty-page pool (heap.c): pages no class uses, resident, linked through free_next. */
+    struct mosaic_page *pool;
+    size_t pool_count;
+    size_t pool_taken;               /* pages taken from the pool since the latest GC */
+    size_t pool_reserve;             /* pages the pool keeps however long idle (hysteresis) */
+
+    /* Memory figures (memory.c). */
+    struct mosaic_memory memory_peak;   /* the breakdown at the GC with the highest RSS */
+    size_t heap_target_bytes;        /* pace.c: the page bytes the pacer aims for */
+    size_t live_bytes;               /* slot bytes marked by the latest GC */
+    size_t malloc_live_bytes;        /* malloc_bytes when the latest major GC's sweep ended */
+    size_t malloc_bytes_at_gc;       /* malloc_bytes when the latest GC started */
+    size_t heap_bytes_at_gc;         /* slot bytes holding objects when the latest GC started */
+    uint64_t gc_start_ns;            /* when the latest GC started (MOSAIC_TRACE) */
+    bool limit_set_aside;            /* pace.c: live memory does not fit memory_limit */
+    bool limit_warned;
+
     /* Malloc accounting. */
+    size_t malloc_bytes;             /* atomic; outstanding, usable sizes (malloc.c) */
     size_t malloc_increase;          /* atomic */
     size_t malloc_limit;
     size_t oldmalloc_increase;       /* atomic; bytes malloc'd since the latest major GC */
@@ -401,7 +451,14 @@ void mosaic_remove_weak(mosaic_objspace_t *objspace, VALUE *ptr);
 void mosaic_mark_phase(mosaic_objspace_t *objspace, bool full);
 void mosaic_mark_stack_free(struct mosaic_mark_stack *stack);
 
+/* heap.c: the empty-page pool */
+struct mosaic_page *mosaic_pool_take(mosaic_objspace_t *objspace, struct mosaic_heap *heap);
+void mosaic_pool_put(mosaic_objspace_t *objspace, struct mosaic_heap *heap, size_t index);
+size_t mosaic_pool_trim(mosaic_objspace_t *objspace, bool all);
+
 /* sweep.c: sweeping and page reuse */
+struct mosaic_page *mosaic_heap_dequeue_free_page(struct mosaic_heap *heap);
+void mosaic_heap_requeue_free_pages(struct mosaic_heap *heap);
 void mosaic_sweep_prepare(mosaic_objspace_t *objspace);
 struct mosaic_page *mosaic_sweep_for_free_page(mosaic_objspace_t *objspace, struct mosaic_heap *heap);
 void mosaic_sweep_rest(mosaic_objspace_t *objspace);
@@ -416,7 +473,17 @@ void mosaic_gc_exit(mosaic_objspace_t *objspace, unsigned int *lock_lev);
 /* pace.c: when the next GC runs, how the heap grows and shrinks */
 void mosaic_pace_init(mosaic_objspace_t *objspace);
 void mosaic_pace_after_mark(mosaic_objspace_t *objspace);
+void mosaic_pace_after_major_sweep(mosaic_objspace_t *objspace);
 void mosaic_pace_malloc_limit(mosaic_objspace_t *objspace);
+size_t mosaic_pace_used_bytes(mosaic_objspace_t *objspace);
+bool mosaic_pace_over_limit(mosaic_objspace_t *objspace);
+bool mosaic_pace_near_limit(mosaic_objspace_t *objspace);
+
+/* memory.c: where the memory goes; MOSAIC_TRACE, MOSAIC_MEMORY_REPORT, malloc_trim */
+void mosaic_memory_breakdown(mosaic_objspace_t *objspace, struct mosaic_memory *m, bool libc);
+void mosaic_memory_after_gc(mosaic_objspace_t *objspace, unsigned int reason);
+void mosaic_memory_after_sweep(mosaic_objspace_t *objspace);
+void mosaic_memory_report(mosaic_objspace_t *objspace, const char *when);
 
 /* malloc.c: accounting of malloc'd bytes */
 void mosaic_malloc_increase(mosaic_objspace_t *objspace, size_t size, bool may_collect);

@@ -47,9 +47,13 @@ mark_id_i(st_data_t key, st_data_t value, st_data_t data)
     return ST_CONTINUE;
 }
 
+/* The ids are the only thing in the tables to mark, and only a Bignum id is an object: while
+ * every id handed out is a Fixnum (the counter has not passed FIXNUM_MAX, which takes 2^60
+ * ids), there is nothing to mark and the table is not walked at all. */
 void
 mosaic_objid_mark_roots(mosaic_objspace_t *objspace)
 {
+    if (objspace->next_object_id <= (unsigned long long)RUBY_FIXNUM_MAX) return;
     st_foreach(objspace->obj_to_id, mark_id_i, (st_data_t)objspace);
 }
 

@@ -1,42 +1,63 @@
 /*
- * pace.c: when the next collection runs, and how the heap grows and shrinks.
+ * pace.c: when the next collection runs, and how much memory the heap may take meanwhile.
  *
- * Object pacing, per size class, decided once per cycle right after marking:
- *   live  = slots marked this cycle (plus zombies waiting for their finalizer)
- *   free  = total - live                         (what the sweep will hand out)
- *   if free < total * free_slots_min_ratio:      the class asks for
- *       max(total * (growth_factor - 1), total * goal_ratio - free) slots, capped by
- *       growth_max_slots; the bytes asked for by all classes form one shared budget
- *       (allocatable_bytes) that any class may draw pages from, so a small class that runs
- *       dry does not force a collection of the whole heap while the heap may still grow
- *   if free > total * free_slots_max_ratio:      let the sweep return the surplus of empty
- *       pages to the OS (freeable_pages), never below the class's init slots
- * A class that runs out of free slots and of budget triggers the next collection. A class
- * below its init slots always keeps the budget to reach them, and never shrinks below them,
- * so a small program never collects before it has allocated that many objects of the class
- * (RUBY_GC_HEAP_<i>_INIT_SLOTS).
+ * The rule is collect before grow: fresh pages are mapped only within a budget the pacer
+ * sets after each GC; when a class has no free slot, no queued page, nothing left to sweep
+ * and no empty page in the pool, and no budget, allocation collects (alloc.c). Budgets are
+ * set afresh by every GC (an unused budget does not carry over).
+ *
+ * Slots, per size class, decided right after marking (all figures of that class):
+ *   live = marked slots (+ zombies), free = total - live (what the sweep hands out)
+ *   if free < total * free_slots_min_ratio (0.20):
+ *     - a minor GC whose latest major ran MOSAIC_OLD_AGE or more GCs ago does not grow: it
+ *       asks for a major GC (:nofree), as old garbage may be what fills the class;
+ *     - otherwise the class asks for grow = total * (f - 1) slots, where
+ *         f = clamp((live / total) / (1 - free_slots_goal_ratio), 1, growth_factor)
+ *       so that after growing, free / total = goal (0.40), and never more than growth_factor
+ *       (1.8) times the class; growth_max_slots caps it; at least one page.
+ *   The asks of all classes, in page bytes, form the shared budget (allocatable_bytes) that
+ *   any class may map fresh pages from. A class below its init slots always keeps its own
+ *   budget up to them (RUBY_GC_HEAP_<i>_INIT_SLOTS: no GC before that many objects).
+ * Empty pages leave their class for the empty-page pool at sweep time, whatever the class's
+ * free ratio; any class takes them back before mapping fresh ones, with no budget needed
+ * (they are resident already). Pages idle in the pool for a whole cycle go back to the OS
+ * (heap.c, mosaic_pool_trim, with a reserve against oscillation). So free_slots_max_ratio no
+ * longer applies: surplus is returned one cycle after it appears, in any class.
+ *
+ * heap_target_bytes = (pages in use + pages the budgets allow) * MOSAIC_PAGE_SIZE: the page
+ * memory the heap may reach before the next GC (GC.stat :mosaic_heap_target_bytes).
  *
  * Generations: after a major GC, old_objects_limit = old_objects * oldobject_limit_factor (2.0)
  * and the limit for old wb-unprotected objects (traced by every minor GC) is
  * max(their count * factor, old_objects * wb_unprotected_limit_ratio (0.01)). Any GC that
- * leaves more old objects than a limit asks for a major GC next (major_by :oldgen / :shady). A
- * minor GC after which a class has too little free room asks for one too (:nofree), unless a
- * major GC ran within the last MOSAIC_OLD_AGE collections (then the class just grows).
+ * leaves more old objects than a limit asks for a major GC next (major_by :oldgen / :shady).
  *
- * Old malloc pacing (generations): oldmalloc_increase counts bytes malloc'd since the latest
- * major GC (minus bytes freed): mostly buffers that only a major GC can free once their old
- * owners die. A minor GC that finds it above oldmalloc_limit asks for a major GC
- * (:oldmalloc). At each major GC the limit becomes the increase * 1.2 if it was crossed, else
- * decays, within [16 MiB, 128 MiB] (RUBY_GC_OLDMALLOC_LIMIT*), as in the default GC.
+ * Malloc, as in the default GC (sizes are malloc_usable_size, malloc.c):
+ *   malloc_increase counts bytes malloc'd since the last GC minus bytes freed; crossing
+ *   malloc_limit triggers a GC. At each GC the limit becomes increase * growth_factor (1.4)
+ *   if crossed, else decays by 2%, within [malloc_limit_min, malloc_limit_max].
+ *   oldmalloc_increase counts the same since the latest major GC. A minor GC that finds it
+ *   above oldmalloc_limit asks for a major (:oldmalloc) and raises the limit by
+ *   oldmalloc_limit_growth_factor (1.2), capped by oldmalloc_limit_max; a major GC resets the
+ *   increase and, unless it ran because of oldmalloc, lets the limit decay toward its minimum.
+ *   (Mosaic used to set the limit to 1.2x the whole accumulated increase at each major, which
+ *   reached the 128 MiB cap within a few cycles and let old garbage hold that much malloc.)
+ *
+ * Soft memory limit (memory_limit, MOSAIC_MEMORY_LIMIT): "used" = pages in use + pooled pages
+ * + malloc_bytes. While used + what a GC would ask is above the limit, no fresh page is
+ * mapped without a collection first (mosaic_pace_over_limit), the pool is emptied, minor GCs
+ * ask for majors, the malloc limit shrinks to half the headroom, and majors trim malloc's
+ * arenas (memory.c). If a major GC finds that what is live alone (live slot bytes + malloc
+ * bytes after the sweep) is above 95% of the limit, the program does not fit: a one-time
+ * warning, and the limit is set aside (normal pacing) until a major finds live below 85% of
+ * it. The limit never raises an error by itself, and cannot turn the program into a GC loop.
  *
  * Arithmetic: every size * factor goes through mosaic_scale and sums through mosaic_add_sat,
  * which saturate at MOSAIC_SIZE_MAX: a huge factor means "as much as can be", never a wrapped
- * or undefined value (a factor of 1e300 once made every GC major, a huge growth factor 0).
- *
- * Malloc pacing: malloc_increase counts bytes malloc'd since the last GC (minus bytes freed);
- * crossing malloc_limit triggers a GC. At each GC the limit grows by
- * malloc_limit_growth_factor if it was crossed, else decays by 2%, within [min, max].
+ * or undefined value.
  */
+#include <stdio.h>
+
 #include "mosaic.h"
 
 void
@@ -48,6 +69,23 @@ mosaic_pace_init(mosaic_objspace_t *objspace)
     objspace->malloc_limit = objspace->params.malloc_limit_min;
     objspace->oldmalloc_limit = objspace->params.oldmalloc_limit_min;
     objspace->stress_minor_countdown = objspace->params.stress_minor_every;
+}
+
+/* Page memory in use or held, plus what Ruby has malloc'd: what the soft limit bounds. */
+size_t
+mosaic_pace_used_bytes(mosaic_objspace_t *objspace)
+{
+    size_t pages = objspace->sorted_count + objspace->pool_count;
+    return mosaic_add_sat(pages * MOSAIC_PAGE_SIZE, __atomic_load_n(&objspace->malloc_bytes, __ATOMIC_RELAXED));
+}
+
+/* True when a fresh page must not be mapped without collecting first (the soft limit). */
+bool
+mosaic_pace_over_limit(mosaic_objspace_t *objspace)
+{
+    size_t limit = objspace->params.memory_limit;
+    if (!limit || objspace->limit_set_aside) return false;
+    return mosaic_add_sat(mosaic_pace_used_bytes(objspace), MOSAIC_PAGE_SIZE) > limit;
 }
 
 static void
@@ -71,11 +109,42 @@ pace_generations(mosaic_objspace_t *objspace)
     }
 }
 
+/* Slots a class short of free room asks for (see the top of this file). */
+static size_t
+growth_ask(const struct mosaic_params *params, size_t total, size_t live)
+{
+    size_t grow;
+    if (total == 0) return 0;
+    if (params->free_slots_goal_ratio > 0.0 && params->free_slots_goal_ratio < 1.0) {
+        double f = ((double)live / (double)total) / (1.0 - params->free_slots_goal_ratio);
+        if (f > params->growth_factor) f = params->growth_factor;
+        grow = f > 1.0 ? mosaic_scale(total, f - 1.0) : 0;
+    }
+    else {
+        grow = mosaic_scale(total, params->growth_factor - 1.0);
+    }
+    if (params->growth_max_slots > 0 && grow > params->growth_max_slots) grow = params->growth_max_slots;
+    return grow;
+}
+
+/* The soft limit, after marking: how many page bytes may still be asked for. */
+static size_t
+limit_headroom(mosaic_objspace_t *objspace)
+{
+    size_t limit = objspace->params.memory_limit;
+    if (!limit || objspace->limit_set_aside) return MOSAIC_SIZE_MAX;
+    size_t used = mosaic_pace_used_bytes(objspace);
+    return used < limit ? limit - used : 0;
+}
+
 void
 mosaic_pace_after_mark(mosaic_objspace_t *objspace)
 {
     const struct mosaic_params *params = &objspace->params;
-    size_t shared_grow_bytes = 0;
+    size_t shared_grow_bytes = 0, live_bytes = 0, target_pages = objspace->sorted_count;
+    bool minor = !objspace->full_mark && params->generational;
+    bool major_due = minor && params->allow_full_mark &&
+        objspace->stats.count - objspace->last_major_count >= MOSAIC_OLD_AGE;
     pace_generations(objspace);
 
     for (int i = 0; i < MOSAIC_HEAP_COUNT; i++) {
@@ -83,44 +152,68 @@ mosaic_pace_after_mark(mosaic_objspace_t *objspace)
         size_t total = heap->total_slots;
         size_t live = heap->marked_slots + heap->final_slots;
         size_t free = total > live ? total - live : 0;
-
-        heap->freeable_pages = 0;
+        live_bytes = mosaic_add_sat(live_bytes, live * heap->slot_size);
 
         /* A class below its init slots may always grow up to them without collecting. */
         size_t init = params->heap_init_slots[i];
-        size_t floor_budget = total < init ? init - total : 0;
+        heap->allocatable_slots = total < init ? init - total : 0;
+        target_pages += heap->allocatable_slots / heap->slots_per_page;
 
-        size_t min_free = mosaic_scale(total, params->free_slots_min_ratio);
-        if (free < min_free && !objspace->full_mark && objspace->params.generational &&
-                objspace->stats.count - objspace->last_major_count >= MOSAIC_OLD_AGE) {
-            /* Old garbage may be what fills the class: collect it before growing much. */
+        if (free >= mosaic_scale(total, params->free_slots_min_ratio) && total > 0) continue;
+        if (major_due) {
+            /* Collect before grow: old garbage may be what fills the class. */
             objspace->need_major |= MOSAIC_REASON_MAJOR_NOFREE;
+            continue;
         }
-        size_t max_free = mosaic_scale(total, params->free_slots_max_ratio);
-        if (free < min_free || total == 0) {
-            size_t grow = mosaic_scale(total, params->growth_factor - 1.0);
-            if (params->free_slots_goal_ratio > 0.0) {
-                size_t goal = mosaic_scale(total, params->free_slots_goal_ratio);
-                if (goal > free && goal - free > grow) grow = goal - free;
-            }
-            if (params->growth_max_slots > 0 && grow > params->growth_max_slots) {
-                grow = params->growth_max_slots;
-            }
-            if (grow < heap->slots_per_page) grow = heap->slots_per_page;
-            size_t pages = grow / heap->slots_per_page + (grow % heap->slots_per_page != 0);
-            size_t bytes = pages > MOSAIC_SIZE_MAX / MOSAIC_PAGE_SIZE ? MOSAIC_SIZE_MAX : pages * MOSAIC_PAGE_SIZE;
-            shared_grow_bytes = mosaic_add_sat(shared_grow_bytes, bytes);
-        }
-        else if (free > max_free) {
-            size_t surplus = free - max_free;
-            if (total - surplus < init) surplus = total > init ? total - init : 0;
-            heap->freeable_pages = surplus / heap->slots_per_page;
-            /* Shrinking: no budget of its own beyond the init-slot floor below. */
-            heap->allocatable_slots = 0;
-        }
-        if (heap->allocatable_slots < floor_budget) heap->allocatable_slots = floor_budget;
+        size_t grow = growth_ask(params, total, live);
+        if (grow < heap->slots_per_page) grow = heap->slots_per_page;
+        size_t pages = grow / heap->slots_per_page + (grow % heap->slots_per_page != 0);
+        size_t bytes = pages > MOSAIC_SIZE_MAX / MOSAIC_PAGE_SIZE ? MOSAIC_SIZE_MAX : pages * MOSAIC_PAGE_SIZE;
+        shared_grow_bytes = mosaic_add_sat(shared_grow_bytes, bytes);
     }
-    if (objspace->allocatable_bytes < shared_grow_bytes) objspace->allocatable_bytes = shared_grow_bytes;
+
+    /* The soft limit: ask for no more than fits, and collect old garbage before growing. */
+    size_t headroom = limit_headroom(objspace);
+    if (shared_grow_bytes > headroom) {
+        shared_grow_bytes = headroom / MOSAIC_PAGE_SIZE * MOSAIC_PAGE_SIZE;
+        if (minor && params->allow_full_mark) objspace->need_major |= MOSAIC_REASON_MAJOR_NOFREE;
+    }
+    objspace->allocatable_bytes = shared_grow_bytes;
+    objspace->live_bytes = live_bytes;
+    objspace->heap_target_bytes = mosaic_add_sat(target_pages * MOSAIC_PAGE_SIZE, shared_grow_bytes);
+}
+
+/* After a major GC's sweep has ended (every dead object freed): what is live is known in
+ * bytes, slots and malloc alike. Decides whether the soft limit can be kept. */
+void
+mosaic_pace_after_major_sweep(mosaic_objspace_t *objspace)
+{
+    size_t malloc_now = __atomic_load_n(&objspace->malloc_bytes, __ATOMIC_RELAXED);
+    objspace->malloc_live_bytes = malloc_now;
+    size_t limit = objspace->params.memory_limit;
+    if (!limit) return;
+
+    size_t live = mosaic_add_sat(objspace->live_bytes, malloc_now);
+    if (!objspace->limit_set_aside && live > mosaic_scale(limit, 0.95)) {
+        objspace->limit_set_aside = true;
+        if (!objspace->limit_warned) {
+            objspace->limit_warned = true;
+            fprintf(stderr, "[mosaic] warning: live memory (%zu MiB) does not fit the memory limit "
+                    "(%zu MiB); the heap grows past it\n", live >> 20, limit >> 20);
+        }
+    }
+    else if (objspace->limit_set_aside && live < mosaic_scale(limit, 0.85)) {
+        objspace->limit_set_aside = false;
+    }
+}
+
+/* True while the soft limit is close: what is used now is within 10% of it. */
+bool
+mosaic_pace_near_limit(mosaic_objspace_t *objspace)
+{
+    size_t limit = objspace->params.memory_limit;
+    if (!limit || objspace->limit_set_aside) return false;
+    return mosaic_pace_used_bytes(objspace) > mosaic_scale(limit, 0.9);
 }
 
 /* Called at the start of each collection, once it is known to be minor or major. */
@@ -131,11 +224,7 @@ mosaic_pace_malloc_limit(mosaic_objspace_t *objspace)
     if (objspace->params.generational) {
         size_t old_inc = __atomic_load_n(&objspace->oldmalloc_increase, __ATOMIC_RELAXED);
         if (objspace->full_mark) {
-            if (old_inc > objspace->oldmalloc_limit) {
-                size_t next = mosaic_scale(old_inc, params->oldmalloc_limit_growth_factor);
-                objspace->oldmalloc_limit = next > params->oldmalloc_limit_max ? params->oldmalloc_limit_max : next;
-            }
-            else {
+            if (!(objspace->stats.latest_reason & MOSAIC_REASON_MAJOR_OLDMALLOC)) {
                 size_t next = (size_t)(objspace->oldmalloc_limit /
                                        ((params->oldmalloc_limit_growth_factor - 1) / 10 + 1));
                 objspace->oldmalloc_limit = next < params->oldmalloc_limit_min ? params->oldmalloc_limit_min : next;
@@ -144,18 +233,26 @@ mosaic_pace_malloc_limit(mosaic_objspace_t *objspace)
         }
         else if (old_inc > objspace->oldmalloc_limit) {
             objspace->need_major |= MOSAIC_REASON_MAJOR_OLDMALLOC;
+            size_t next = mosaic_scale(objspace->oldmalloc_limit, params->oldmalloc_limit_growth_factor);
+            objspace->oldmalloc_limit = next > params->oldmalloc_limit_max ? params->oldmalloc_limit_max : next;
         }
     }
 
     size_t inc = __atomic_exchange_n(&objspace->malloc_increase, 0, __ATOMIC_RELAXED);
 
     if (inc > objspace->malloc_limit) {
-        size_t next = mosaic_scale(objspace->malloc_limit, params->malloc_limit_growth_factor);
+        size_t next = mosaic_scale(inc, params->malloc_limit_growth_factor);
         objspace->malloc_limit = next > params->malloc_limit_max ? params->malloc_limit_max : next;
     }
     else {
         size_t next = mosaic_scale(objspace->malloc_limit, 0.98);
         objspace->malloc_limit = next < params->malloc_limit_min ? params->malloc_limit_min : next;
+    }
+    /* Near the soft limit, a GC comes before malloc takes half of what is left. */
+    size_t headroom = limit_headroom(objspace);
+    if (headroom != MOSAIC_SIZE_MAX) {
+        size_t cap = headroom / 2 > (1u << 20) ? headroom / 2 : (1u << 20);
+        if (objspace->malloc_limit > cap) objspace->malloc_limit = cap;
     }
     objspace->malloc_gc_pending = false;
 }

@@ -34,12 +34,20 @@
     X(remembered_wb_unprotected_objects) X(remembered_wb_unprotected_objects_limit) \
     X(retained_weak_references_count) X(shady) X(slot_size) X(state) X(stress) X(sweeping) \
     X(sweeping_time) X(time) X(total_allocated_objects) X(total_allocated_pages) \
-    X(total_freed_objects) X(total_freed_pages) X(total_moved_objects) X(weak_references_count)
+    X(total_freed_objects) X(total_freed_pages) X(total_moved_objects) X(weak_references_count) \
+    X(mosaic_heap_target_bytes) X(mosaic_live_bytes) X(mosaic_malloc_live_bytes) \
+    X(mosaic_pool_pages) X(mosaic_malloc_trim_count) X(mosaic_malloc_trim_time) \
+    X(mosaic_memory_limit_bytes) X(mosaic_memory_limit_set_aside)
 
+/* Plus, for every field of the memory breakdown (mosaic.h), mosaic_<name>_bytes (now) and
+ * mosaic_peak_<name>_bytes (at the GC with the highest RSS). */
 enum mosaic_stat_symbol {
 #define MOSAIC_SYM_ENUM(name) MOSAIC_SYM_##name,
     MOSAIC_STAT_SYMBOLS(MOSAIC_SYM_ENUM)
 #undef MOSAIC_SYM_ENUM
+#define MOSAIC_SYM_MEMORY_ENUM(name) MOSAIC_SYM_mosaic_##name##_bytes, MOSAIC_SYM_mosaic_peak_##name##_bytes,
+    MOSAIC_MEMORY_FIELDS(MOSAIC_SYM_MEMORY_ENUM)
+#undef MOSAIC_SYM_MEMORY_ENUM
     MOSAIC_SYM_COUNT
 };
 static VALUE stat_symbols[MOSAIC_SYM_COUNT];
@@ -51,6 +59,11 @@ mosaic_stats_init(void)
 #define MOSAIC_SYM_INTERN(name) stat_symbols[MOSAIC_SYM_##name] = ID2SYM(rb_intern(#name));
     MOSAIC_STAT_SYMBOLS(MOSAIC_SYM_INTERN)
 #undef MOSAIC_SYM_INTERN
+#define MOSAIC_SYM_MEMORY_INTERN(name) \
+    stat_symbols[MOSAIC_SYM_mosaic_##name##_bytes] = ID2SYM(rb_intern("mosaic_" #name "_bytes")); \
+    stat_symbols[MOSAIC_SYM_mosaic_peak_##name##_bytes] = ID2SYM(rb_intern("mosaic_peak_" #name "_bytes"));
+    MOSAIC_MEMORY_FIELDS(MOSAIC_SYM_MEMORY_INTERN)
+#undef MOSAIC_SYM_MEMORY_INTERN
 }
 
 /* Objects ever allocated, counting what caches have not flushed yet. */
@@ -109,7 +122,7 @@ mosaic_stat(mosaic_objspace_t *objspace, VALUE hash_or_sym)
     SET(marking_time, st->marking_time_ns / 1000000);
     SET(sweeping_time, st->sweeping_time_ns / 1000000);
     SET(heap_allocated_pages, mosaic_heap_allocated_pages(objspace));
-    SET(heap_empty_pages, 0);
+    SET(heap_empty_pages, objspace->pool_count);
     SET(heap_allocatable_slots, mosaic_add_sat(SUM_HEAPS(allocatable_slots), objspace->allocatable_bytes / MOSAIC_BASE_SLOT_SIZE));
     SET(heap_available_slots, available);
     SET(heap_live_slots, live);
@@ -134,6 +147,29 @@ mosaic_stat(mosaic_objspace_t *objspace, VALUE hash_or_sym)
     SET(old_objects_limit, objspace->old_objects_limit);
     SET(oldmalloc_increase_bytes, objspace->oldmalloc_increase);
     SET(oldmalloc_increase_bytes_limit, objspace->oldmalloc_limit);
+
+    /* Mosaic's own figures (documented in docs/DESIGN.md, "Memory"). */
+    SET(mosaic_heap_target_bytes, objspace->heap_target_bytes);
+    SET(mosaic_live_bytes, objspace->live_bytes);
+    SET(mosaic_malloc_live_bytes, objspace->malloc_live_bytes);
+    SET(mosaic_pool_pages, objspace->pool_count);
+    SET(mosaic_malloc_trim_count, st->malloc_trim_count);
+    SET(mosaic_malloc_trim_time, st->malloc_trim_time_ns / 1000000);
+    SET(mosaic_memory_limit_bytes, objspace->params.memory_limit);
+    SET(mosaic_memory_limit_set_aside, objspace->limit_set_aside);
+    /* The breakdown: computed only when asked for (mallinfo2 walks malloc's bins). */
+    {
+        bool wanted = !NIL_P(hash);
+        for (int i = MOSAIC_SYM_mosaic_rss_bytes; !wanted && i < MOSAIC_SYM_COUNT; i++) wanted = key == stat_symbols[i];
+        if (wanted) {
+            struct mosaic_memory now;
+            mosaic_memory_breakdown(objspace, &now, true);
+            const struct mosaic_memory *peak = &objspace->memory_peak;
+#define MOSAIC_SET_MEMORY(name) SET(mosaic_##name##_bytes, now.name); SET(mosaic_peak_##name##_bytes, peak->name);
+            MOSAIC_MEMORY_FIELDS(MOSAIC_SET_MEMORY)
+#undef MOSAIC_SET_MEMORY
+        }
+    }
 
     if (!NIL_P(key)) return Qundef;  /* unknown key: GC.stat raises ArgumentError */
     return hash;

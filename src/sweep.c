@@ -2,8 +2,9 @@
  * sweep.c: the sweep phase.
  *
  * Owns: turning a marked page into a freelist, freeing dead objects exactly once (weak VM
- * references, object id, rb_gc_obj_free, FREEOBJ events), deferring zombies, returning
- * empty pages to the OS when the pacer allows, and lazy sweeping driven by allocation.
+ * references, object id, rb_gc_obj_free, FREEOBJ events), deferring zombies, moving empty
+ * pages to the empty-page pool (heap.c), the per-class queues of pages with free slots
+ * (fullest first), and lazy sweeping driven by allocation.
  *
  * Invariants:
  *  - After mosaic_sweep_prepare every page is before_sweep and no cache holds a slot
@@ -15,19 +16,17 @@
  *    child dirties only the pages where it actually frees something.
  *  - Every page is swept before the next mark phase starts (collect.c calls
  *    mosaic_sweep_finish_now first), so garbage_object_p only needs before_sweep + mark bit.
- *  - Sweeping runs with during_gc set, under the VM lock.
+ *  - Sweeping runs with during_gc set, under the VM lock. The sweep inside a collection has
+ *    the world stopped; a lazy step does not (see mosaic_sweep_for_free_page).
  */
 #include <stdlib.h>
 
 #include "mosaic.h"
 
-struct sweep_result {
-    size_t freed;
-    size_t empty;      /* T_NONE slots found */
-};
-
-static inline void
-free_one(mosaic_objspace_t *objspace, VALUE obj, struct sweep_result *res, bool hook)
+/* Frees one dead object. Returns true when its slot is free now (false: it became a zombie,
+ * counted by mosaic_zombie_push, and keeps its slot until its finalizer has run). */
+static inline bool
+free_one(mosaic_objspace_t *objspace, VALUE obj, bool hook)
 {
     if (hook) rb_gc_event_hook(obj, RUBY_INTERNAL_EVENT_FREEOBJ);
 
@@ -36,87 +35,140 @@ free_one(mosaic_objspace_t *objspace, VALUE obj, struct sweep_result *res, bool 
     if (rb_gc_obj_free(objspace, obj)) {
         if (has_object_id) mosaic_objid_free(objspace, obj);
         RBASIC(obj)->flags = 0;
-        res->freed++;
+        return true;
     }
-    /* Otherwise rb_gc_obj_free made it a zombie (counted by mosaic_zombie_push); it keeps
-     * its slot until its finalizer has run. */
+    return false;
 }
 
-/* A freed slot keeps no GC state: the next object there starts young and protected. */
+/* bits &= keep. Atomic when it changes something: a lazy sweep step does not stop other
+ * Ractors, whose write barriers set remembered and wb-unprotected bits of live objects of
+ * this page at the same time (atomically, generation.c). */
 static inline void
-clear_slot_bits(struct mosaic_page *page, size_t bit)
+bits_keep(mosaic_bits_t *word, mosaic_bits_t keep)
 {
-    mosaic_bit_clear(page->wb_unprotected_bits, bit);
-    mosaic_bit_clear(page->age0_bits, bit);
-    mosaic_bit_clear(page->age1_bits, bit);
-    mosaic_bit_clear(page->old_bits, bit);
-    mosaic_bit_clear(page->remembered_bits, bit);
+    if (*word & ~keep) __atomic_fetch_and(word, keep, __ATOMIC_RELAXED);
 }
 
-/* Sweeps one page. Returns its number of free slots; its freelist is rebuilt. */
+/* Sweeps one page: frees every unmarked object and pushes its slot on the page's freelist.
+ * One bitmap word at a time: a word whose slots are all marked costs one load, and the GC
+ * bits of every unmarked slot (freed, already free, or a zombie's) are cleared word-wise, so
+ * the next object in a freed slot starts young and protected. Slots are visited downwards so
+ * the rebuilt freelist hands them out upwards. Returns the page's free slots. */
 static size_t
 page_sweep(mosaic_objspace_t *objspace, struct mosaic_page *page)
 {
-    struct sweep_result res = { 0, 0 };
+    const struct mosaic_heap *heap = page->heap;
     bool hook = objspace->hook_events & RUBY_INTERNAL_EVENT_FREEOBJ;
-    size_t slot_size = page->slot_size;
-    size_t step = slot_size / MOSAIC_BASE_SLOT_SIZE;
-    size_t first_bit = mosaic_bit_index((VALUE)page->start);
+    size_t freed = 0, empty = 0;
     struct mosaic_free_slot *head = page->freelist;
 
-    for (size_t i = page->total_slots; i-- > 0;) {
-        VALUE obj = (VALUE)(page->start + i * slot_size);
-        size_t bit = first_bit + i * step;
-        if (mosaic_bit_test(page->mark_bits, bit)) continue;
-
-        if (RBASIC(obj)->flags == 0) {
-            res.empty++;      /* already on the freelist: leave the slot untouched */
-            continue;
+    for (size_t w = MOSAIC_BITMAP_WORDS; w-- > 0;) {
+        mosaic_bits_t keep = page->mark_bits[w];
+        mosaic_bits_t dead = heap->slot_start_bits[w] & ~keep;
+        if (!dead) continue;
+        while (dead) {
+            int b = 63 - __builtin_clzll(dead);
+            dead &= ~((mosaic_bits_t)1 << b);
+            VALUE obj = (VALUE)(page->body + (w * 64 + (size_t)b) * MOSAIC_BASE_SLOT_SIZE);
+            if (RBASIC(obj)->flags == 0) {
+                empty++;      /* already on the freelist: leave the slot untouched */
+                continue;
+            }
+            if (RB_BUILTIN_TYPE(obj) == T_ZOMBIE) continue;
+            if (!free_one(objspace, obj, hook)) continue;  /* became a zombie */
+            freed++;
+            struct mosaic_free_slot *slot = (struct mosaic_free_slot *)obj;
+            slot->next = head;
+            head = slot;
         }
-        if (RB_BUILTIN_TYPE(obj) == T_ZOMBIE) continue;
-        clear_slot_bits(page, bit);
-        free_one(objspace, obj, &res, hook);
-        if (RBASIC(obj)->flags != 0) continue;  /* became a zombie */
-
-        struct mosaic_free_slot *slot = (struct mosaic_free_slot *)obj;
-        slot->next = head;
-        head = slot;
+        page->age0_bits[w] &= keep;
+        page->age1_bits[w] &= keep;
+        page->old_bits[w] &= keep;
+        bits_keep(&page->wb_unprotected_bits[w], keep);
+        bits_keep(&page->remembered_bits[w], keep);
     }
 
     page->freelist = head;
     page->before_sweep = false;
-    page->heap->total_freed_objects += res.freed;
-    return res.freed + res.empty;
+    page->free_slots = (uint32_t)(freed + empty);
+    page->heap->total_freed_objects += freed;
+    return freed + empty;
 }
 
-/* Sweeps heap->pages[sweep_index] and decides what happens to it: released when it is empty
- * and the pacer wants pages back, queued on free_pages when it has room, else left full.
- * Returns the page when it has free slots and was queued. */
-static struct mosaic_page *
+/* Bucket of a page with free slots: 0 for the fullest (under 1/4 free) to 3 (3/4 or more). */
+static inline int
+free_bucket(const struct mosaic_page *page)
+{
+    int b = (int)((size_t)page->free_slots * MOSAIC_FREE_BUCKETS / page->total_slots);
+    return b < MOSAIC_FREE_BUCKETS ? b : MOSAIC_FREE_BUCKETS - 1;
+}
+
+static inline void
+queue_free_page(struct mosaic_heap *heap, struct mosaic_page *page)
+{
+    int b = free_bucket(page);
+    page->free_next = heap->free_pages[b];
+    heap->free_pages[b] = page;
+}
+
+/* The fullest queued page of the class, dequeued, or NULL. */
+struct mosaic_page *
+mosaic_heap_dequeue_free_page(struct mosaic_heap *heap)
+{
+    for (int b = 0; b < MOSAIC_FREE_BUCKETS; b++) {
+        struct mosaic_page *page = heap->free_pages[b];
+        if (page) {
+            heap->free_pages[b] = page->free_next;
+            page->free_next = NULL;
+            return page;
+        }
+    }
+    return NULL;
+}
+
+/* Rebuilds the class's queues from its pages' freelists (all pages swept, no cache holds a
+ * slot). */
+void
+mosaic_heap_requeue_free_pages(struct mosaic_heap *heap)
+{
+    for (int b = 0; b < MOSAIC_FREE_BUCKETS; b++) heap->free_pages[b] = NULL;
+    for (size_t j = 0; j < heap->page_count; j++) {
+        struct mosaic_page *page = heap->pages[j];
+        page->free_next = NULL;
+        if (!page->freelist) continue;
+        size_t n = 0;
+        for (struct mosaic_free_slot *s = page->freelist; s; s = s->next) n++;
+        page->free_slots = (uint32_t)n;
+        queue_free_page(heap, page);
+    }
+}
+
+/* Sweeps heap->pages[sweep_index] and decides what happens to it: an empty page goes to the
+ * empty-page pool (any class may reuse it; pool.c-side trimming gives it back to the OS), a
+ * page with room is queued by fullness, a full one is left alone. Returns its free slots
+ * when it was queued, else 0. */
+static size_t
 heap_sweep_step(mosaic_objspace_t *objspace, struct mosaic_heap *heap)
 {
     struct mosaic_page *page = heap->pages[heap->sweep_index];
     if (!page->before_sweep) {
         heap->sweep_index++;
-        return NULL;
+        return 0;
     }
 
     size_t free_slots = page_sweep(objspace, page);
-    if (free_slots == page->total_slots && heap->freeable_pages > 0 &&
-            objspace->heap_walk_depth == 0) {
-        heap->freeable_pages--;
-        mosaic_page_release(objspace, heap, heap->sweep_index);
+    if (free_slots == page->total_slots && page->final_slots == 0 && objspace->heap_walk_depth == 0) {
+        mosaic_pool_put(objspace, heap, heap->sweep_index);
         /* The last page moved into sweep_index: do not advance. */
-        return NULL;
+        return 0;
     }
 
     heap->sweep_index++;
     if (free_slots > 0) {
-        page->free_next = heap->free_pages;
-        heap->free_pages = page;
-        return page;
+        queue_free_page(heap, page);
+        return free_slots;
     }
-    return NULL;
+    return 0;
 }
 
 static void
@@ -127,6 +179,7 @@ update_lazy_sweeping(mosaic_objspace_t *objspace)
     }
     if (objspace->lazy_sweeping) {
         objspace->lazy_sweeping = false;
+        mosaic_memory_after_sweep(objspace);
         rb_gc_event_hook(0, RUBY_INTERNAL_EVENT_GC_END_SWEEP);
     }
 }
@@ -146,7 +199,7 @@ mosaic_sweep_prepare(mosaic_objspace_t *objspace)
 {
     for (int i = 0; i < MOSAIC_HEAP_COUNT; i++) {
         struct mosaic_heap *heap = &objspace->heaps[i];
-        heap->free_pages = NULL;
+        for (int b = 0; b < MOSAIC_FREE_BUCKETS; b++) heap->free_pages[b] = NULL;
         heap->sweep_index = 0;
         for (size_t j = 0; j < heap->page_count; j++) {
             struct mosaic_page *page = heap->pages[j];
@@ -171,29 +224,33 @@ mosaic_sweep_rest(mosaic_objspace_t *objspace)
     update_lazy_sweeping(objspace);
 }
 
-/* Lazy sweeping from the allocation slow path (VM lock held, outside the GC): sweeps pages
- * of `heap` until one has a free slot. Returns it, dequeued, or NULL. */
+/* Lazy sweeping from the allocation slow path (VM lock held, outside the GC): sweeps a batch
+ * of `heap`'s pages, until they hold a quarter page of free slots or MOSAIC_SWEEP_BATCH pages
+ * were swept, and returns the fullest queued page, dequeued, or NULL. A batch, not one page:
+ * each step pays for entering the collector (hooks, clock), so it should free enough to be
+ * worth it, and choosing the fullest of several pages keeps allocation dense. Other Ractors
+ * are not stopped (as in the default GC's lazy sweep): they only allocate from swept pages,
+ * and the bits their write barriers set are cleared atomically (bits_keep). */
+#define MOSAIC_SWEEP_BATCH 16
 struct mosaic_page *
 mosaic_sweep_for_free_page(mosaic_objspace_t *objspace, struct mosaic_heap *heap)
 {
-    struct mosaic_page *found = NULL;
     unsigned int lev;
+    size_t found = 0, pages = 0, want = heap->slots_per_page / 4;
 
-    mosaic_gc_enter(objspace, &lev, true);
+    mosaic_gc_enter(objspace, &lev, false);
     uint64_t start = objspace->measure_time ? mosaic_now_ns() : 0;
-    while (!found && heap->sweep_index < heap->page_count) {
-        found = heap_sweep_step(objspace, heap);
+    while (heap->sweep_index < heap->page_count && found < want && pages < MOSAIC_SWEEP_BATCH) {
+        found += heap_sweep_step(objspace, heap);
+        pages++;
     }
-    if (found) {
-        heap->free_pages = found->free_next;
-        found->free_next = NULL;
-    }
+    struct mosaic_page *page = mosaic_heap_dequeue_free_page(heap);
     update_lazy_sweeping(objspace);
     if (objspace->measure_time) objspace->stats.sweeping_time_ns += mosaic_now_ns() - start;
     mosaic_gc_exit(objspace, &lev);
 
     after_sweep_work(objspace);
-    return found;
+    return page;
 }
 
 /* Finishes a pending lazy sweep from outside the GC. */

@@ -1,0 +1,164 @@
+/*
+ * memory.c: where the process's memory goes, as the collector sees it, and what Mosaic says
+ * about it: the breakdown (GC.stat :mosaic_*_bytes, stats.c), its snapshot at the peak,
+ * MOSAIC_TRACE=1 (one line per GC on stderr, like Go's GODEBUG=gctrace=1),
+ * MOSAIC_MEMORY_REPORT=1 (the breakdown at exit and at the peak), and malloc_trim after major
+ * GCs.
+ *
+ * The breakdown (struct mosaic_memory, fields in mosaic.h) mixes exact figures (pages, slots,
+ * Ruby's malloc accounting) with the allocator's and the kernel's views (mallinfo2, VmRSS),
+ * so only these identities hold exactly: heap_pages = heap_live + heap_free + per-page
+ * overhead (the header slot and the tail a slot size leaves); "other" is what RSS holds
+ * beyond heap pages, pooled pages and malloc's arenas (code, stacks, other mappings), clamped
+ * at 0 (malloc's free memory is not all resident).
+ *
+ * The peak snapshot: at the end of each GC, RSS is read (one read of /proc/self/statm); when
+ * it is 2% or more above the snapshot's, the whole breakdown is taken again (mallinfo2 walks
+ * malloc's bins, so it is not done at every GC). It is the breakdown at the GC when RSS was
+ * highest, within 2%: RSS may peak between GCs.
+ *
+ * Invariants: nothing here allocates a Ruby object or takes the VM lock; it may run inside a
+ * collection (GC.stat from an event hook).
+ */
+#include <fcntl.h>
+#include <malloc.h>
+#include <stdio.h>
+#include <unistd.h>
+
+#include "mosaic.h"
+
+static size_t
+rss_bytes(void)
+{
+    char buf[128];
+    int fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return 0;
+    ssize_t n = read(fd, buf, sizeof(buf) - 1);
+    close(fd);
+    if (n <= 0) return 0;
+    buf[n] = 0;
+    unsigned long size, resident;
+    if (sscanf(buf, "%lu %lu", &size, &resident) != 2) return 0;
+    return (size_t)resident * (size_t)sysconf(_SC_PAGESIZE);
+}
+
+static size_t
+metadata_bytes(mosaic_objspace_t *objspace)
+{
+    size_t n = (objspace->sorted_count + objspace->pool_count) * sizeof(struct mosaic_page);
+    n += objspace->sorted_capa * sizeof(struct mosaic_page *);
+    for (int i = 0; i < MOSAIC_HEAP_COUNT; i++) n += objspace->heaps[i].page_capa * sizeof(struct mosaic_page *);
+    return n;
+}
+
+/* Fills `m`. Without `libc`, the mallinfo2 figures are 0 (and "other" counts them). */
+void
+mosaic_memory_breakdown(mosaic_objspace_t *objspace, struct mosaic_memory *m, bool libc)
+{
+    memset(m, 0, sizeof(*m));
+    for (int i = 0; i < MOSAIC_HEAP_COUNT; i++) {
+        const struct mosaic_heap *heap = &objspace->heaps[i];
+        size_t allocated = mosaic_heap_total_allocated(objspace, i);
+        size_t used = allocated - heap->total_freed_objects;  /* live + zombies */
+        if (used > heap->total_slots) used = heap->total_slots;
+        m->heap_live += used * heap->slot_size;
+        m->heap_free += (heap->total_slots - used) * heap->slot_size;
+    }
+    m->heap_pages = objspace->sorted_count * MOSAIC_PAGE_SIZE;
+    m->heap_pooled = objspace->pool_count * MOSAIC_PAGE_SIZE;
+    m->metadata = metadata_bytes(objspace);
+    m->malloc = __atomic_load_n(&objspace->malloc_bytes, __ATOMIC_RELAXED);
+    if (libc) {
+        struct mallinfo2 mi = mallinfo2();
+        m->libc_in_use = mi.uordblks + mi.hblkhd;
+        m->libc_free = mi.fordblks;
+        m->libc_mmap = mi.hblkhd;
+    }
+    m->rss = rss_bytes();
+    size_t accounted = m->heap_pages + m->heap_pooled + m->libc_in_use + m->libc_free;
+    m->other = m->rss > accounted ? m->rss - accounted : 0;
+}
+
+static double
+mib(size_t bytes)
+{
+    return (double)bytes / (1024.0 * 1024.0);
+}
+
+static const char *
+reason_name(unsigned int reason)
+{
+    if (reason & MOSAIC_REASON_MAJOR_FORCE) return "force";
+    if (reason & MOSAIC_REASON_MAJOR_NOFREE) return "nofree";
+    if (reason & MOSAIC_REASON_MAJOR_OLDGEN) return "oldgen";
+    if (reason & MOSAIC_REASON_MAJOR_SHADY) return "shady";
+    if (reason & MOSAIC_REASON_MAJOR_OLDMALLOC) return "oldmalloc";
+    if (reason & MOSAIC_REASON_STRESS) return "stress";
+    if (reason & MOSAIC_REASON_METHOD) return "method";
+    if (reason & MOSAIC_REASON_CAPI) return "capi";
+    if (reason & MOSAIC_REASON_MALLOC) return "malloc";
+    return "newobj";
+}
+
+/* End of a collection (VM lock held): the trace line and the peak snapshot. */
+void
+mosaic_memory_after_gc(mosaic_objspace_t *objspace, unsigned int reason)
+{
+    const struct mosaic_params *params = &objspace->params;
+    if (params->trace) {
+        size_t pause_us = (size_t)((mosaic_now_ns() - objspace->gc_start_ns) / 1000);
+        fprintf(stderr,
+                "[mosaic] gc %zu %s (%s): heap %.1f -> %.1f MiB live, %.1f MiB pages, target %.1f, pool %.1f | "
+                "malloc %.1f MiB, limit %.1f, oldmalloc %.1f/%.1f | %zu.%03zu ms\n",
+                objspace->stats.count, (reason & MOSAIC_REASON_FULL_MARK) ? "major" : "minor",
+                reason_name(reason), mib(objspace->heap_bytes_at_gc), mib(objspace->live_bytes),
+                mib(objspace->sorted_count * MOSAIC_PAGE_SIZE), mib(objspace->heap_target_bytes),
+                mib(objspace->pool_count * MOSAIC_PAGE_SIZE), mib(objspace->malloc_bytes_at_gc),
+                mib(objspace->malloc_limit), mib(objspace->oldmalloc_increase), mib(objspace->oldmalloc_limit),
+                pause_us / 1000, pause_us % 1000);
+    }
+    size_t rss = rss_bytes();
+    if (rss > objspace->memory_peak.rss + objspace->memory_peak.rss / 50) {
+        mosaic_memory_breakdown(objspace, &objspace->memory_peak, true);
+    }
+}
+
+/* The sweep of a cycle has ended: every dead object of it is freed. After a major GC, tell
+ * the pacer what is live, and give malloc's free memory back to the OS when this cycle freed
+ * a lot of it (8 MiB or more) or the soft limit is near: glibc keeps freed chunks inside its
+ * arenas, and only malloc_trim returns the whole pages among them. Its time counts as sweep
+ * time (it runs inside the collector, VM lock held). */
+void
+mosaic_memory_after_sweep(mosaic_objspace_t *objspace)
+{
+    if (!objspace->full_mark) return;
+    mosaic_pace_after_major_sweep(objspace);
+    size_t now = objspace->malloc_live_bytes;
+    size_t freed = objspace->malloc_bytes_at_gc > now ? objspace->malloc_bytes_at_gc - now : 0;
+    if (freed >= ((size_t)8 << 20) || mosaic_pace_near_limit(objspace)) {
+        uint64_t t = objspace->measure_time ? mosaic_now_ns() : 0;
+        malloc_trim(0);
+        objspace->stats.malloc_trim_count++;
+        if (objspace->measure_time) {
+            uint64_t ns = mosaic_now_ns() - t;
+            objspace->stats.malloc_trim_time_ns += ns;
+        }
+    }
+}
+
+/* MOSAIC_MEMORY_REPORT=1: the breakdown now and at the peak, on stderr. */
+void
+mosaic_memory_report(mosaic_objspace_t *objspace, const char *when)
+{
+    struct mosaic_memory now;
+    mosaic_memory_breakdown(objspace, &now, true);
+    const struct mosaic_memory *peak = &objspace->memory_peak;
+    fprintf(stderr, "[mosaic] memory (MiB)     %10s %10s\n", when, "at peak");
+#define MOSAIC_MEMORY_LINE(name) \
+    fprintf(stderr, "[mosaic]   %-18s %10.1f %10.1f\n", #name, mib(now.name), mib(peak->name));
+    MOSAIC_MEMORY_FIELDS(MOSAIC_MEMORY_LINE)
+#undef MOSAIC_MEMORY_LINE
+    fprintf(stderr, "[mosaic]   GCs %zu (%zu major), malloc_trim %zu times, %.1f ms\n",
+            objspace->stats.count, objspace->stats.major_gc_count, objspace->stats.malloc_trim_count,
+            (double)objspace->stats.malloc_trim_time_ns / 1e6);
+}
