@@ -170,7 +170,16 @@ void
 rb_gc_impl_prepare_heap(void *objspace_ptr)
 {
     mosaic_objspace_t *objspace = objspace_ptr;
+    /* Warmup gives memory back but does not change how far the heap may grow without a
+     * collection: the budgets its full GC resets are restored (pace.c sets them afresh at
+     * every GC), and released pages are credited to them (heap.c). */
+    size_t own[MOSAIC_HEAP_COUNT], shared = objspace->allocatable_bytes;
+    for (int i = 0; i < MOSAIC_HEAP_COUNT; i++) own[i] = objspace->heaps[i].allocatable_slots;
     rb_gc_impl_start(objspace, true, true, true, false);
+    for (int i = 0; i < MOSAIC_HEAP_COUNT; i++) {
+        if (objspace->heaps[i].allocatable_slots < own[i]) objspace->heaps[i].allocatable_slots = own[i];
+    }
+    if (objspace->allocatable_bytes < shared) objspace->allocatable_bytes = shared;
     mosaic_each_object(objspace, prepare_heap_i, NULL);
 
     /* Process.warmup: what survived is long-lived: make it old, so the forked children's

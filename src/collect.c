@@ -90,7 +90,7 @@ mosaic_collect(mosaic_objspace_t *objspace, unsigned int reason)
         mosaic_sweep_rest(objspace);
         if (measure) objspace->stats.sweeping_time_ns += mosaic_now_ns() - t;
     }
-    if (objspace->heap_walk_depth == 0) mosaic_pool_trim(objspace, mosaic_pace_near_limit(objspace));
+    if (objspace->heap_walk_depth == 0) mosaic_pool_trim(objspace, mosaic_pace_near_limit(objspace), false);
 
     /* 3. Caches hand their free slots back to their pages. */
     mosaic_caches_clear(objspace);

@@ -321,6 +321,16 @@ mosaic_pool_take(mosaic_objspace_t *objspace, struct mosaic_heap *heap)
     return page;
 }
 
+/* Slots the pooled pages hold, each laid out for the class it last served: the pool counts in
+ * GC.stat's heap_allocatable_slots (any class takes a pooled page without collecting). */
+size_t
+mosaic_pool_slots(mosaic_objspace_t *objspace)
+{
+    size_t n = 0;
+    for (struct mosaic_page *page = objspace->pool; page; page = page->free_next) n += page->total_slots;
+    return n;
+}
+
 struct mosaic_page *
 mosaic_page_new(mosaic_objspace_t *objspace, struct mosaic_heap *heap)
 {
@@ -388,7 +398,7 @@ page_free(mosaic_objspace_t *objspace, struct mosaic_page *page)
  * through one whole cycle of allocation. The reserve is what the previous cycle drew from
  * the pool, decaying by half each cycle. Returns the number of pages released. */
 size_t
-mosaic_pool_trim(mosaic_objspace_t *objspace, bool all)
+mosaic_pool_trim(mosaic_objspace_t *objspace, bool all, bool credit)
 {
     size_t reserve = objspace->pool_reserve / 2;
     if (objspace->pool_taken > reserve) reserve = objspace->pool_taken;
@@ -408,6 +418,9 @@ mosaic_pool_trim(mosaic_objspace_t *objspace, bool all)
         }
         *link = page->free_next;
         objspace->pool_count--;
+        /* Emptied on request (Process.warmup): the class it last served may grow back to the
+         * same size without a collection. (Idle pages are not credited: that is shrinking.) */
+        if (credit) page->heap->allocatable_slots = mosaic_add_sat(page->heap->allocatable_slots, page->total_slots);
         page_free(objspace, page);
         released++;
     }
@@ -445,6 +458,9 @@ mosaic_heap_release_empty_pages(mosaic_objspace_t *objspace)
                 if (((VALUE *)(page->start + i * page->slot_size))[0] == 0) free_slots++;
             }
             if (free_slots == page->total_slots && page->final_slots == 0) {
+                /* Its slots go back into the class's budget: the heap may grow back to the
+                 * same size without a collection (what the default GC does). */
+                heap->allocatable_slots = mosaic_add_sat(heap->allocatable_slots, page->total_slots);
                 mosaic_page_release(objspace, heap, j);
                 released++;
                 continue;  /* the last page moved into j */
@@ -454,7 +470,7 @@ mosaic_heap_release_empty_pages(mosaic_objspace_t *objspace)
         /* Rebuild the queues of pages with free slots from what is left. */
         mosaic_heap_requeue_free_pages(heap);
     }
-    return released + mosaic_pool_trim(objspace, true);
+    return released + mosaic_pool_trim(objspace, true, true);
 }
 
 void

@@ -454,7 +454,8 @@ void mosaic_mark_stack_free(struct mosaic_mark_stack *stack);
 /* heap.c: the empty-page pool */
 struct mosaic_page *mosaic_pool_take(mosaic_objspace_t *objspace, struct mosaic_heap *heap);
 void mosaic_pool_put(mosaic_objspace_t *objspace, struct mosaic_heap *heap, size_t index);
-size_t mosaic_pool_trim(mosaic_objspace_t *objspace, bool all);
+size_t mosaic_pool_slots(mosaic_objspace_t *objspace);
+size_t mosaic_pool_trim(mosaic_objspace_t *objspace, bool all, bool credit);
 
 /* sweep.c: sweeping and page reuse */
 struct mosaic_page *mosaic_heap_dequeue_free_page(struct mosaic_heap *heap);

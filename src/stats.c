@@ -123,7 +123,8 @@ mosaic_stat(mosaic_objspace_t *objspace, VALUE hash_or_sym)
     SET(sweeping_time, st->sweeping_time_ns / 1000000);
     SET(heap_allocated_pages, mosaic_heap_allocated_pages(objspace));
     SET(heap_empty_pages, objspace->pool_count);
-    SET(heap_allocatable_slots, mosaic_add_sat(SUM_HEAPS(allocatable_slots), objspace->allocatable_bytes / MOSAIC_BASE_SLOT_SIZE));
+    SET(heap_allocatable_slots, mosaic_add_sat(mosaic_add_sat(SUM_HEAPS(allocatable_slots), objspace->allocatable_bytes / MOSAIC_BASE_SLOT_SIZE),
+                                               mosaic_pool_slots(objspace)));
     SET(heap_available_slots, available);
     SET(heap_live_slots, live);
     SET(heap_free_slots, available - live - final);

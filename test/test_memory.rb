@@ -1,0 +1,169 @@
+require_relative "helper"
+
+# Memory: the breakdown (GC.stat :mosaic_*), MOSAIC_TRACE, MOSAIC_MEMORY_REPORT, the pacer's
+# invariants (a steady live set does not grow the heap without bound, empty pages are pooled
+# and idle ones released), and the soft memory limit.
+class TestMosaicMemory < Test::Unit::TestCase
+  include MosaicTestHelper
+
+  def run_with(env, code, args = [])
+    EnvUtil.invoke_ruby([{ "RUBY_GC_LIBRARY" => LIB_NAME }.merge(env), *args, "-e", code], "", true, true)
+  end
+
+  def test_breakdown_is_consistent
+    omit "Mosaic's keys" unless mosaic?
+    assert_gc_script(<<~'RUBY')
+      keep = Array.new(200_000) { |i| "s#{i}" * 3 }
+      GC.start
+      s = GC.stat
+      page = GC::INTERNAL_CONSTANTS[:HEAP_PAGE_SIZE]
+      assert_equal s[:heap_allocated_pages] * page, s[:mosaic_heap_pages_bytes]
+      assert_operator s[:mosaic_heap_live_bytes] + s[:mosaic_heap_free_bytes], :<=, s[:mosaic_heap_pages_bytes]
+      assert_operator s[:mosaic_heap_live_bytes], :>=, 200_000 * 40
+      assert_equal s[:heap_empty_pages] * page, s[:mosaic_heap_pooled_bytes]
+      assert_operator s[:mosaic_rss_bytes], :>, s[:mosaic_heap_pages_bytes]
+      assert_operator s[:mosaic_peak_rss_bytes], :>, 0
+      # Every figure has its peak companion, and the single-key form answers too.
+      s.each_key.grep(/\Amosaic_(?!peak_)(.*)_bytes\z/) do |k|
+        next if %i[mosaic_heap_target_bytes mosaic_live_bytes mosaic_malloc_live_bytes mosaic_memory_limit_bytes].include?(k)
+        assert_include s.keys, :"mosaic_peak_#{k.to_s.delete_prefix("mosaic_")}", k
+      end
+      assert_kind_of Integer, GC.stat(:mosaic_libc_in_use_bytes)
+      keep.size
+    RUBY
+  end
+
+  # Ruby's malloc'd bytes are counted with the allocator's usable sizes on both sides, so a
+  # free whose caller passes no size is taken off too: the figure follows what is held.
+  def test_malloc_bytes_follow_what_is_held
+    omit "Mosaic's keys" unless mosaic?
+    assert_gc_script(<<~'RUBY')
+      GC.start
+      before = GC.stat(:mosaic_malloc_bytes)
+      big = Array.new(20) { "x" * 1_000_000 }
+      held = GC.stat(:mosaic_malloc_bytes)
+      assert_operator held - before, :>=, 20_000_000
+      big.clear
+      GC.start
+      GC.start
+      after = GC.stat(:mosaic_malloc_bytes)
+      assert_operator held - after, :>=, 19_000_000, "malloc_bytes did not drop after the strings died"
+    RUBY
+  end
+
+  # A program whose live set stays the same while it churns does not keep growing the heap.
+  def test_steady_live_set_does_not_grow_without_bound
+    omit "reads Mosaic's pacing; the stress gate forces GCs" if ENV["MOSAIC_STRESS_MINOR"]
+    assert_gc_script(<<~'RUBY', timeout: 300)
+      live = Array.new(100_000) { |i| [i, "v#{i}"] }
+      pages = ->() { GC.stat(:heap_allocated_pages) + GC.stat(:heap_empty_pages) }
+      round = ->() { 20.times { |k| live[rand(live.size)] = [k, "n" * 50]; Array.new(50_000) { |i| "t#{i}" } } }
+      3.times { round.() }
+      after_warmup = pages.()
+      30.times { round.() }
+      assert_operator pages.(), :<=, after_warmup * 1.5 + 16, "heap kept growing: #{after_warmup} -> #{pages.()} pages"
+    RUBY
+  end
+
+  # Empty pages go to the pool; pages idle there for a whole cycle go back to the OS.
+  def test_idle_empty_pages_are_released
+    omit "Mosaic's pool" unless mosaic?
+    omit "reads Mosaic's pacing; the stress gate forces GCs" if ENV["MOSAIC_STRESS_MINOR"]
+    assert_gc_script(<<~'RUBY')
+      burst = Array.new(500_000) { Object.new }
+      burst.clear
+      GC.start(immediate_sweep: true)
+      pooled = GC.stat(:heap_empty_pages)
+      assert_operator pooled, :>, 100, "the burst's pages were not pooled"
+      held = GC.stat(:heap_allocated_pages) + GC.stat(:heap_empty_pages)
+      2.times { GC.start }
+      assert_operator GC.stat(:heap_empty_pages), :<, pooled / 4
+      assert_operator GC.stat(:heap_allocated_pages) + GC.stat(:heap_empty_pages), :<, held - pooled / 2
+    RUBY
+  end
+
+  def test_trace_prints_one_line_per_gc
+    omit "MOSAIC_TRACE" unless mosaic?
+    out, err, status = run_with({ "MOSAIC_TRACE" => "1" }, "3.times { GC.start }; 200_000.times { Object.new }; p GC.count")
+    assert_predicate status, :success?, err
+    lines = err.lines.grep(/\A\[mosaic\] gc \d+ (major|minor) \(\w+\): heap .* MiB .* ms\n\z/)
+    assert_equal out.to_i, lines.size, err
+    assert_match(/gc \d+ major \(force\)/, err)
+  end
+
+  def test_memory_report_at_exit
+    omit "MOSAIC_MEMORY_REPORT" unless mosaic?
+    _out, err, status = run_with({ "MOSAIC_MEMORY_REPORT" => "1" }, "a = Array.new(100_000) { 'x' * 30 }; GC.start")
+    assert_predicate status, :success?, err
+    assert_match(/\[mosaic\] memory \(MiB\)\s+at exit\s+at peak/, err)
+    %w[rss heap_pages heap_live heap_free heap_pooled metadata malloc libc_in_use libc_free libc_mmap other].each do |f|
+      assert_match(/\[mosaic\]   #{f} +[\d.]+ +[\d.]+$/, err)
+    end
+  end
+
+  def test_memory_limit_bad_values
+    omit "Mosaic's key" unless mosaic?
+    assert_gc_script(<<~'RUBY')
+      assert_nil GC.config[:memory_limit]
+      assert_raise(ArgumentError) { GC.config(memory_limit: -1) }
+      assert_raise_with_message(ArgumentError, /at least 1 MiB/) { GC.config(memory_limit: 100) }
+      assert_raise(TypeError) { GC.config(memory_limit: "512M") }
+      assert_nil GC.config[:memory_limit]
+      GC.config(memory_limit: 64 << 20)
+      assert_equal 64 << 20, GC.config[:memory_limit]
+      assert_equal 64 << 20, GC.stat(:mosaic_memory_limit_bytes)
+      GC.config(memory_limit: nil)
+      assert_nil GC.config[:memory_limit]
+    RUBY
+    out, err, status = run_with({ "MOSAIC_MEMORY_LIMIT" => "lots" }, "p GC.config[:memory_limit]")
+    assert_predicate status, :success?
+    assert_match(/invalid value for MOSAIC_MEMORY_LIMIT: lots/, err)
+    assert_equal "nil\n", out
+    out, err, status = run_with({ "MOSAIC_MEMORY_LIMIT" => "512" }, "p GC.config[:memory_limit]")
+    assert_match(/MOSAIC_MEMORY_LIMIT=512 is ignored/, err)
+    assert_equal "nil\n", out
+    out, _err, status = run_with({ "MOSAIC_MEMORY_LIMIT" => "512M" }, "p GC.config[:memory_limit]")
+    assert_predicate status, :success?
+    assert_equal "#{512 << 20}\n", out
+  end
+
+  # Old garbage piles up between major GCs: batches live long enough to become old, then die.
+  # Used (pages + malloc) is sampled after every GC.
+  LIMIT_PROGRAM = <<~'RUBY'
+    max_used = 0
+    page = GC::INTERNAL_CONSTANTS[:HEAP_PAGE_SIZE]
+    used = -> { (GC.stat(:heap_allocated_pages) + GC.stat(:heap_empty_pages)) * page + GC.stat(:mosaic_malloc_bytes) }
+    keep = Array.new(100_000) { |i| "k#{i}" * 4 }
+    queue = []
+    60.times do |r|
+      queue << Array.new(40_000) { |i| "b#{r}-#{i}" * 3 }
+      queue.shift if queue.size > 4
+      Array.new(100_000) { |i| [i] }
+      max_used = [max_used, used.()].max
+    end
+    puts max_used, GC.stat(:mosaic_memory_limit_set_aside), keep.size
+  RUBY
+
+  def test_memory_limit_keeps_a_fitting_program_under_it
+    omit "Mosaic's soft limit" unless mosaic?
+    omit "reads Mosaic's pacing; the stress gate forces GCs" if ENV["MOSAIC_STRESS_MINOR"]
+    out, err, status = run_with({}, LIMIT_PROGRAM)
+    assert_predicate status, :success?, err
+    unlimited = out.lines[0].to_i
+    limit = (unlimited * 0.75).to_i
+    out, err, status = run_with({ "MOSAIC_MEMORY_LIMIT" => limit.to_s }, LIMIT_PROGRAM)
+    assert_predicate status, :success?, err
+    limited, set_aside = out.lines.map(&:to_i)
+    assert_equal 0, set_aside, "the live set fits, yet the limit was set aside"
+    assert_operator limited, :<=, limit, "used #{limited} bytes with a limit of #{limit} (#{unlimited} without)"
+    assert_not_match(/does not fit/, err)
+  end
+
+  def test_memory_limit_too_small_warns_once_and_finishes
+    omit "Mosaic's soft limit" unless mosaic?
+    out, err, status = run_with({ "MOSAIC_MEMORY_LIMIT" => "4M" }, LIMIT_PROGRAM)
+    assert_predicate status, :success?, err
+    assert_equal 1, err.scan(/does not fit the memory limit/).size, err
+    assert_equal "100000", out.lines[2].chomp
+  end
+end
