@@ -108,6 +108,9 @@ heap_take_free_page(mosaic_objspace_t *objspace, struct mosaic_heap *heap)
     if (page) return page;
     while (objspace->lazy_sweeping && heap->sweep_index < heap->page_count) {
         if ((page = mosaic_sweep_for_free_page(objspace, heap)) != NULL) return page;
+        /* A batch of empty pages went to the pool: take one back rather than sweeping the
+         * whole class in this one allocation. */
+        if (objspace->pool && (page = mosaic_pool_take(objspace, heap)) != NULL) return page;
     }
     return mosaic_pool_take(objspace, heap);
 }
@@ -121,8 +124,10 @@ heap_grow(mosaic_objspace_t *objspace, struct mosaic_heap *heap, bool force)
     bool shared = objspace->allocatable_bytes >= MOSAIC_PAGE_SIZE;
     if (!force && !own && !shared) return NULL;
     if (!force && mosaic_pace_over_limit(objspace)) return NULL;
+    if (!force && !own && mosaic_pace_grown_enough(objspace)) return NULL;
     struct mosaic_page *page = mosaic_page_new(objspace, heap);
     if (!page) return NULL;
+    objspace->grown_since_gc += MOSAIC_PAGE_SIZE;
     if (own) {
         heap->allocatable_slots = heap->allocatable_slots > page->total_slots
             ? heap->allocatable_slots - page->total_slots : 0;

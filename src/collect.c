@@ -170,6 +170,7 @@ mosaic_collect(mosaic_objspace_t *objspace, unsigned int reason)
     }
 
     uint64_t end_ns = mosaic_now_ns();
+    mosaic_pace_gc_time(objspace, start_ns, end_ns);
     if (objspace->stats.profiler_enabled) mosaic_profile_record(objspace, reason, start_ns, end_ns);
 
     /* 7. Leave. */

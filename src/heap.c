@@ -90,10 +90,11 @@ mosaic_heap_available_slots(mosaic_objspace_t *objspace)
     return total;
 }
 
+/* Pages held: in use by a class, or in the pool (as the default GC counts its empty pages). */
 size_t
 mosaic_heap_allocated_pages(mosaic_objspace_t *objspace)
 {
-    return objspace->sorted_count;
+    return objspace->sorted_count + objspace->pool_count;
 }
 
 /* ===================================================== page bodies */
@@ -351,6 +352,7 @@ mosaic_page_new(mosaic_objspace_t *objspace, struct mosaic_heap *heap)
     }
 
     *(struct mosaic_page **)body = page;
+    objspace->pages_mapped++;
     page_layout(page, heap);
     heap_add_page(heap, page);
     heap->total_allocated_pages++;
@@ -388,6 +390,7 @@ mosaic_pool_put(mosaic_objspace_t *objspace, struct mosaic_heap *heap, size_t in
 static void
 page_free(mosaic_objspace_t *objspace, struct mosaic_page *page)
 {
+    objspace->pages_returned++;
     page_body_return(objspace, page->arena, page->body);
     free(page);
 }
@@ -396,7 +399,8 @@ page_free(mosaic_objspace_t *objspace, struct mosaic_page *page)
  * latest GC (pooled_at < count) beyond the reserve. Called at the start of a GC, before the
  * count moves on: a page pooled by the previous cycle's sweep and not taken since has sat
  * through one whole cycle of allocation. The reserve is what the previous cycle drew from
- * the pool, decaying by half each cycle. Returns the number of pages released. */
+ * the pool, decaying by half each cycle. With `credit`, each released page's slots go back
+ * into the budget of the class it last served (Process.warmup). Returns the pages released. */
 size_t
 mosaic_pool_trim(mosaic_objspace_t *objspace, bool all, bool credit)
 {

@@ -27,6 +27,11 @@
 
 #include "mosaic.h"
 
+/* malloc_trim after a major GC whose cycle freed at least this much malloc'd memory. */
+#ifndef MOSAIC_TRIM_FREED
+# define MOSAIC_TRIM_FREED ((size_t)1 << 20)
+#endif
+
 static size_t
 rss_bytes(void)
 {
@@ -68,12 +73,16 @@ mosaic_memory_breakdown(mosaic_objspace_t *objspace, struct mosaic_memory *m, bo
     m->heap_pooled = objspace->pool_count * MOSAIC_PAGE_SIZE;
     m->metadata = metadata_bytes(objspace);
     m->malloc = __atomic_load_n(&objspace->malloc_bytes, __ATOMIC_RELAXED);
+#ifdef __GLIBC__
     if (libc) {
         struct mallinfo2 mi = mallinfo2();
         m->libc_in_use = mi.uordblks + mi.hblkhd;
         m->libc_free = mi.fordblks;
         m->libc_mmap = mi.hblkhd;
     }
+#else
+    (void)libc;  /* not glibc: no mallinfo2, the libc figures stay 0 */
+#endif
     m->rss = rss_bytes();
     size_t accounted = m->heap_pages + m->heap_pooled + m->libc_in_use + m->libc_free;
     m->other = m->rss > accounted ? m->rss - accounted : 0;
@@ -133,9 +142,10 @@ mosaic_memory_after_sweep(mosaic_objspace_t *objspace)
 {
     if (!objspace->full_mark) return;
     mosaic_pace_after_major_sweep(objspace);
+#ifdef __GLIBC__
     size_t now = objspace->malloc_live_bytes;
     size_t freed = objspace->malloc_bytes_at_gc > now ? objspace->malloc_bytes_at_gc - now : 0;
-    if (freed >= ((size_t)8 << 20) || mosaic_pace_near_limit(objspace)) {
+    if (freed >= MOSAIC_TRIM_FREED || mosaic_pace_near_limit(objspace)) {
         uint64_t t = objspace->measure_time ? mosaic_now_ns() : 0;
         malloc_trim(0);
         objspace->stats.malloc_trim_count++;
@@ -144,6 +154,7 @@ mosaic_memory_after_sweep(mosaic_objspace_t *objspace)
             objspace->stats.malloc_trim_time_ns += ns;
         }
     }
+#endif
 }
 
 /* MOSAIC_MEMORY_REPORT=1: the breakdown now and at the peak, on stderr. */

@@ -151,6 +151,8 @@ struct mosaic_heap {
 
     size_t total_slots;
     size_t allocatable_slots;        /* this class's own growth budget (pace.c) */
+    size_t major_target_slots;       /* pace.c: what minor GCs may grow the class to */
+    size_t freeable_pages;           /* pace.c: empty pages this sweep returns to the OS, not the pool */
     size_t marked_slots;             /* marked in the latest cycle */
     size_t final_slots;
 
@@ -318,22 +320,29 @@ typedef struct mosaic_objspace {
 
     /* Growth budget shared by all classes, in bytes of page (pace.c). */
     size_t allocatable_bytes;
+    size_t grown_since_gc;           /* fresh page bytes mapped since the latest GC (pace.c) */
 
     /* The empty-page pool (heap.c): pages no class uses, resident, linked through free_next. */
     struct mosaic_page *pool;
     size_t pool_count;
     size_t pool_taken;               /* pages taken from the pool since the latest GC */
     size_t pool_reserve;             /* pages the pool keeps however long idle (hysteresis) */
+    size_t pages_mapped;             /* pages ever created with a fresh body (GC.stat total_allocated_pages) */
+    size_t pages_returned;           /* pages ever given back to the OS (GC.stat total_freed_pages) */
 
     /* Memory figures (memory.c). */
     struct mosaic_memory memory_peak;   /* the breakdown at the GC with the highest RSS */
-    size_t heap_target_bytes;        /* pace.c: the page bytes the pacer aims for */
+    size_t heap_target_bytes;        /* pace.c: the page bytes the heap may reach before the next GC */
     size_t live_bytes;               /* slot bytes marked by the latest GC */
     size_t malloc_live_bytes;        /* malloc_bytes when the latest major GC's sweep ended */
     size_t malloc_bytes_at_gc;       /* malloc_bytes when the latest GC started */
+    size_t malloc_freed_by_sweep;    /* malloc_bytes the current cycle's sweep freed (sweep.c) */
     size_t heap_bytes_at_gc;         /* slot bytes holding objects when the latest GC started */
     uint64_t gc_start_ns;            /* when the latest GC started (MOSAIC_TRACE) */
     bool limit_set_aside;            /* pace.c: live memory does not fit memory_limit */
+    double gc_ns_recent;             /* pace.c: GC time and all time, decaying sums */
+    double all_ns_recent;
+    uint64_t last_gc_end_ns;
     bool limit_warned;
 
     /* Malloc accounting. */
@@ -475,9 +484,11 @@ void mosaic_gc_exit(mosaic_objspace_t *objspace, unsigned int *lock_lev);
 void mosaic_pace_init(mosaic_objspace_t *objspace);
 void mosaic_pace_after_mark(mosaic_objspace_t *objspace);
 void mosaic_pace_after_major_sweep(mosaic_objspace_t *objspace);
+void mosaic_pace_gc_time(mosaic_objspace_t *objspace, uint64_t start_ns, uint64_t end_ns);
 void mosaic_pace_malloc_limit(mosaic_objspace_t *objspace);
 size_t mosaic_pace_used_bytes(mosaic_objspace_t *objspace);
 bool mosaic_pace_over_limit(mosaic_objspace_t *objspace);
+bool mosaic_pace_grown_enough(mosaic_objspace_t *objspace);
 bool mosaic_pace_near_limit(mosaic_objspace_t *objspace);
 
 /* memory.c: where the memory goes; MOSAIC_TRACE, MOSAIC_MEMORY_REPORT, malloc_trim */

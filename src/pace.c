@@ -8,22 +8,34 @@
  *
  * Slots, per size class, decided right after marking (all figures of that class):
  *   live = marked slots (+ zombies), free = total - live (what the sweep hands out)
- *   if free < total * free_slots_min_ratio (0.20):
- *     - a minor GC whose latest major ran MOSAIC_OLD_AGE or more GCs ago does not grow: it
- *       asks for a major GC (:nofree), as old garbage may be what fills the class;
- *     - otherwise the class asks for grow = total * (f - 1) slots, where
- *         f = clamp((live / total) / (1 - free_slots_goal_ratio), 1, growth_factor)
- *       so that after growing, free / total = goal (0.40), and never more than growth_factor
- *       (1.8) times the class; growth_max_slots caps it; at least one page.
+ *   if free < total * free_slots_min_ratio (0.20), the class asks for
+ *       grow = total * (f - 1) slots, f = clamp((live / total) / (1 - free_slots_goal_ratio), 1, growth_factor)
+ *     so that after growing, free / total = goal (0.40), and never more than growth_factor
+ *     (1.8) times the class; growth_max_slots caps it; at least one page.
  *   The asks of all classes, in page bytes, form the shared budget (allocatable_bytes) that
  *   any class may map fresh pages from. A class below its init slots always keeps its own
  *   budget up to them (RUBY_GC_HEAP_<i>_INIT_SLOTS: no GC before that many objects).
- * Empty pages leave their class for the empty-page pool at sweep time, whatever the class's
- * free ratio; any class takes them back before mapping fresh ones, with no budget needed
- * (they are resident already). Pages idle in the pool for a whole cycle go back to the OS
- * (heap.c, mosaic_pool_trim, with a reserve against oscillation). So free_slots_max_ratio no
- * longer applies: surplus is returned one cycle after it appears, in any class.
- *
+ * Collect before grow, per class: a major GC measures each class's live slots and sets the
+ *   class's target for the minor GCs that follow, major_target_slots = live / (1 - goal)
+ *   (with a goal of 0: live * growth_factor), at least its init slots. A minor GC marks every
+ *   old object, dead or alive, so a class that is short after a minor GC grows only up to its
+ *   target; past it, what fills the class is old garbage and growing would only make room
+ *   for more: the budget stops at the target and the next GC is major (:nofree). A minor GC
+ *   that runs MOSAIC_OLD_AGE (3) or more GCs after the latest major does not grow at all and
+ *   asks for a major (the default GC's rule: by then the young garbage of that time has aged
+ *   into old garbage). A major GC grows by the asks (it has just measured the live data).
+ *   Why per class, in slots: a whole-heap target in pages stopped a class whose objects are
+ *   all live from growing while other classes were sparse (measured on gcbench: a major GC
+ *   every other GC); a whole-heap target in marked bytes let the class that filled with old
+ *   garbage grow (redblack: 71 MiB of pages for 25 MiB live).
+ * Shrinking: after a major GC a class keeps max(init, live / (1 - free_slots_max_ratio))
+ *   slots (0.65: 2.86x live, the default GC's rule); the sweep returns its empty pages
+ *   beyond that to the OS at once (freeable_pages). Its other empty pages leave the class for
+ *   the empty-page pool; any class takes them back before mapping fresh ones, with no budget
+ *   needed (they are resident already). Pages idle in the pool for a whole cycle go back to
+ *   the OS too (heap.c, mosaic_pool_trim, with a reserve against oscillation). Why both: a
+ *   heap that grew for a burst (gcbench: 57 MiB of pages for 11 MiB live) is refilled with
+ *   garbage every cycle, its empty pages reused from the pool before they can sit idle.
  * heap_target_bytes = (pages in use + pages the budgets allow) * MOSAIC_PAGE_SIZE: the page
  * memory the heap may reach before the next GC (GC.stat :mosaic_heap_target_bytes).
  *
@@ -46,11 +58,13 @@
  * Soft memory limit (memory_limit, MOSAIC_MEMORY_LIMIT): "used" = pages in use + pooled pages
  * + malloc_bytes. While used + what a GC would ask is above the limit, no fresh page is
  * mapped without a collection first (mosaic_pace_over_limit), the pool is emptied, minor GCs
- * ask for majors, the malloc limit shrinks to half the headroom, and majors trim malloc's
- * arenas (memory.c). If a major GC finds that what is live alone (live slot bytes + malloc
- * bytes after the sweep) is above 95% of the limit, the program does not fit: a one-time
+ * ask for majors, the malloc limit shrinks to half the headroom (at least 256 KiB), and majors trim malloc's
+ * arenas (memory.c). If a major GC finds that what is live alone is above 95% of the limit, the program does not fit: a one-time
  * warning, and the limit is set aside (normal pacing) until a major finds live below 85% of
- * it. The limit never raises an error by itself, and cannot turn the program into a GC loop.
+ * it ("live" = slot bytes marked + malloc_bytes after the sweep). And when, with the limit
+ * held, GC takes more than half of the time (an average over recent GCs, mosaic_pace_gc_time),
+ * the limit is set aside as well: a fragmented heap that collections cannot bring under the
+ * limit must not make the program a GC loop (Go caps GC CPU at 50% for the same reason). The limit never raises an error by itself, and cannot turn the program into a GC loop.
  *
  * Arithmetic: every size * factor goes through mosaic_scale and sums through mosaic_add_sat,
  * which saturate at MOSAIC_SIZE_MAX: a huge factor means "as much as can be", never a wrapped
@@ -60,11 +74,18 @@
 
 #include "mosaic.h"
 
+/* Near the soft limit the malloc limit is half the headroom, but never below this: a smaller
+ * one would collect for every few mallocs (the GC time cap would then set the limit aside). */
+#define MOSAIC_LIMIT_MALLOC_FLOOR ((size_t)256 << 10)
+
 void
 mosaic_pace_init(mosaic_objspace_t *objspace)
 {
     for (int i = 0; i < MOSAIC_HEAP_COUNT; i++) {
         objspace->heaps[i].allocatable_slots = objspace->params.heap_init_slots[i];
+    }
+    for (int i = 0; i < MOSAIC_HEAP_COUNT; i++) {
+        objspace->heaps[i].major_target_slots = objspace->params.heap_init_slots[i];
     }
     objspace->malloc_limit = objspace->params.malloc_limit_min;
     objspace->oldmalloc_limit = objspace->params.oldmalloc_limit_min;
@@ -86,6 +107,24 @@ mosaic_pace_over_limit(mosaic_objspace_t *objspace)
     size_t limit = objspace->params.memory_limit;
     if (!limit || objspace->limit_set_aside) return false;
     return mosaic_add_sat(mosaic_pace_used_bytes(objspace), MOSAIC_PAGE_SIZE) > limit;
+}
+
+/* Growth in steps: however large the budget, once the heap has grown by a quarter of its
+ * size at the latest GC (at least MOSAIC_GROWTH_STEP_MIN), the next growth waits for a GC.
+ * Why: a budget is sized from what was live at the GC; when the program stops building up
+ * (a temporary structure completes, then dies), the rest of the budget would only be filled
+ * with garbage (gcbench: a 22 MiB step taken whole, 56 MiB of pages for a 40 MiB peak of live
+ * data). A GC halfway learns that; if the build-up goes on, the next GC asks again. */
+#define MOSAIC_GROWTH_STEP_MIN ((size_t)4 << 20)
+#ifndef MOSAIC_GROWTH_STEP_DIVISOR
+# define MOSAIC_GROWTH_STEP_DIVISOR 8
+#endif
+bool
+mosaic_pace_grown_enough(mosaic_objspace_t *objspace)
+{
+    size_t step = objspace->sorted_count * MOSAIC_PAGE_SIZE / MOSAIC_GROWTH_STEP_DIVISOR;
+    if (step < MOSAIC_GROWTH_STEP_MIN) step = MOSAIC_GROWTH_STEP_MIN;
+    return objspace->grown_since_gc >= step;
 }
 
 static void
@@ -141,10 +180,13 @@ void
 mosaic_pace_after_mark(mosaic_objspace_t *objspace)
 {
     const struct mosaic_params *params = &objspace->params;
-    size_t shared_grow_bytes = 0, live_bytes = 0, target_pages = objspace->sorted_count;
+    size_t shared_grow_bytes = 0, live_bytes = 0;
+    size_t target_pages = objspace->sorted_count;
     bool minor = !objspace->full_mark && params->generational;
-    bool major_due = minor && params->allow_full_mark &&
-        objspace->stats.count - objspace->last_major_count >= MOSAIC_OLD_AGE;
+    bool grow_minor = minor && params->allow_full_mark;
+    bool major_due = grow_minor && objspace->stats.count - objspace->last_major_count >= MOSAIC_OLD_AGE;
+    double goal = params->free_slots_goal_ratio;
+    double target_factor = goal > 0.0 && goal < 1.0 ? 1.0 / (1.0 - goal) : params->growth_factor;
     pace_generations(objspace);
 
     for (int i = 0; i < MOSAIC_HEAP_COUNT; i++) {
@@ -159,14 +201,32 @@ mosaic_pace_after_mark(mosaic_objspace_t *objspace)
         heap->allocatable_slots = total < init ? init - total : 0;
         target_pages += heap->allocatable_slots / heap->slots_per_page;
 
-        if (free >= mosaic_scale(total, params->free_slots_min_ratio) && total > 0) continue;
-        if (major_due) {
-            /* Collect before grow: old garbage may be what fills the class. */
-            objspace->need_major |= MOSAIC_REASON_MAJOR_NOFREE;
-            continue;
+        /* A major GC measures what is live: the class's target for minor GCs. */
+        if (!minor) {
+            size_t target = mosaic_scale(live, target_factor);
+            heap->major_target_slots = target > init ? target : init;
         }
+        /* Shrink, after a major GC: empty pages beyond what the class should keep go back to
+         * the OS as the sweep finds them (the default GC's free_slots_max_ratio rule). */
+        heap->freeable_pages = 0;
+        if (!minor && params->free_slots_max_ratio < 1.0) {
+            size_t keep = mosaic_scale(live, 1.0 / (1.0 - params->free_slots_max_ratio));
+            if (keep < init) keep = init;
+            heap->freeable_pages = total > keep ? (total - keep) / heap->slots_per_page : 0;
+        }
+
+        if (free >= mosaic_scale(total, params->free_slots_min_ratio) && total > 0) continue;
         size_t grow = growth_ask(params, total, live);
         if (grow < heap->slots_per_page) grow = heap->slots_per_page;
+        if (grow_minor) {
+            /* Collect before grow (see the top of this file). */
+            size_t room = heap->major_target_slots > total ? heap->major_target_slots - total : 0;
+            if (major_due || grow > room) {
+                objspace->need_major |= MOSAIC_REASON_MAJOR_NOFREE;
+                grow = major_due ? 0 : room;
+                if (grow == 0) continue;
+            }
+        }
         size_t pages = grow / heap->slots_per_page + (grow % heap->slots_per_page != 0);
         size_t bytes = pages > MOSAIC_SIZE_MAX / MOSAIC_PAGE_SIZE ? MOSAIC_SIZE_MAX : pages * MOSAIC_PAGE_SIZE;
         shared_grow_bytes = mosaic_add_sat(shared_grow_bytes, bytes);
@@ -179,8 +239,45 @@ mosaic_pace_after_mark(mosaic_objspace_t *objspace)
         if (minor && params->allow_full_mark) objspace->need_major |= MOSAIC_REASON_MAJOR_NOFREE;
     }
     objspace->allocatable_bytes = shared_grow_bytes;
+    objspace->grown_since_gc = 0;
     objspace->live_bytes = live_bytes;
     objspace->heap_target_bytes = mosaic_add_sat(target_pages * MOSAIC_PAGE_SIZE, shared_grow_bytes);
+}
+
+static void
+limit_set_aside(mosaic_objspace_t *objspace, const char *why, size_t a, size_t b)
+{
+    objspace->limit_set_aside = true;
+    if (objspace->limit_warned) return;
+    objspace->limit_warned = true;
+    fprintf(stderr, "[mosaic] warning: ");
+    fprintf(stderr, why, a, b);
+    fprintf(stderr, "; the heap grows past the limit\n");
+}
+
+/* End of every collection: the share of time spent in GC recently, as the ratio of two
+ * decaying sums (each GC multiplies both by 15/16, then adds its pause, and the pause plus the
+ * time since the previous GC): time-weighted, so a burst of short GCs close together does not
+ * outweigh a long stretch of running. While the soft limit is held and GC takes more than
+ * half of the time, the limit is set aside (Go caps GC CPU at 50% under GOMEMLIMIT for the
+ * same reason): a heap that fragmentation keeps at the limit must not turn the program into a
+ * GC loop. */
+void
+mosaic_pace_gc_time(mosaic_objspace_t *objspace, uint64_t start_ns, uint64_t end_ns)
+{
+    uint64_t since = objspace->last_gc_end_ns && start_ns > objspace->last_gc_end_ns
+        ? start_ns - objspace->last_gc_end_ns : 0;
+    uint64_t pause = end_ns - start_ns;
+    objspace->gc_ns_recent = objspace->gc_ns_recent * (15.0 / 16.0) + (double)pause;
+    objspace->all_ns_recent = objspace->all_ns_recent * (15.0 / 16.0) + (double)(since + pause);
+    objspace->last_gc_end_ns = end_ns;
+    size_t limit = objspace->params.memory_limit;
+    if (!limit || objspace->limit_set_aside || objspace->stats.count < 16) return;
+    double share = objspace->all_ns_recent > 0 ? objspace->gc_ns_recent / objspace->all_ns_recent : 0.0;
+    if (share > 0.5) {
+        limit_set_aside(objspace, "GC takes %zu%% of the time at the memory limit (%zu MiB)",
+                        (size_t)(share * 100), limit >> 20);
+    }
 }
 
 /* After a major GC's sweep has ended (every dead object freed): what is live is known in
@@ -188,19 +285,17 @@ mosaic_pace_after_mark(mosaic_objspace_t *objspace)
 void
 mosaic_pace_after_major_sweep(mosaic_objspace_t *objspace)
 {
-    size_t malloc_now = __atomic_load_n(&objspace->malloc_bytes, __ATOMIC_RELAXED);
+    /* What malloc held when the GC started, less what its sweep freed: the mutator has run
+     * between lazy sweep steps, and its newer mallocs are not what this GC found live. */
+    size_t malloc_now = objspace->malloc_bytes_at_gc > objspace->malloc_freed_by_sweep
+        ? objspace->malloc_bytes_at_gc - objspace->malloc_freed_by_sweep : 0;
     objspace->malloc_live_bytes = malloc_now;
     size_t limit = objspace->params.memory_limit;
     if (!limit) return;
 
     size_t live = mosaic_add_sat(objspace->live_bytes, malloc_now);
     if (!objspace->limit_set_aside && live > mosaic_scale(limit, 0.95)) {
-        objspace->limit_set_aside = true;
-        if (!objspace->limit_warned) {
-            objspace->limit_warned = true;
-            fprintf(stderr, "[mosaic] warning: live memory (%zu MiB) does not fit the memory limit "
-                    "(%zu MiB); the heap grows past it\n", live >> 20, limit >> 20);
-        }
+        limit_set_aside(objspace, "live memory (%zu MiB) does not fit the memory limit (%zu MiB)", live >> 20, limit >> 20);
     }
     else if (objspace->limit_set_aside && live < mosaic_scale(limit, 0.85)) {
         objspace->limit_set_aside = false;
@@ -251,7 +346,7 @@ mosaic_pace_malloc_limit(mosaic_objspace_t *objspace)
     /* Near the soft limit, a GC comes before malloc takes half of what is left. */
     size_t headroom = limit_headroom(objspace);
     if (headroom != MOSAIC_SIZE_MAX) {
-        size_t cap = headroom / 2 > (1u << 20) ? headroom / 2 : (1u << 20);
+        size_t cap = headroom / 2 > MOSAIC_LIMIT_MALLOC_FLOOR ? headroom / 2 : MOSAIC_LIMIT_MALLOC_FLOOR;
         if (objspace->malloc_limit > cap) objspace->malloc_limit = cap;
     }
     objspace->malloc_gc_pending = false;

@@ -7,6 +7,9 @@
  *   heap_live_slots      = total_allocated_objects - total_freed_objects - heap_final_slots
  *   heap_free_slots      = heap_available_slots - heap_live_slots - heap_final_slots
  *   total_allocated_pages = heap_allocated_pages + total_freed_pages
+ *     (pages ever mapped = pages held, in a class or in the pool, + pages returned to the OS;
+ *     GC.stat_heap's per-class page totals count pages entering and leaving the class, the
+ *     pool included)
  *   count                = major_gc_count + minor_gc_count
  */
 #include <stdlib.h>
@@ -130,9 +133,9 @@ mosaic_stat(mosaic_objspace_t *objspace, VALUE hash_or_sym)
     SET(heap_free_slots, available - live - final);
     SET(heap_final_slots, final);
     SET(heap_marked_slots, st->marked_slots);
-    SET(heap_eden_pages, mosaic_heap_allocated_pages(objspace));
-    SET(total_allocated_pages, SUM_HEAPS(total_allocated_pages));
-    SET(total_freed_pages, SUM_HEAPS(total_freed_pages));
+    SET(heap_eden_pages, objspace->sorted_count);
+    SET(total_allocated_pages, objspace->pages_mapped);
+    SET(total_freed_pages, objspace->pages_returned);
     SET(total_allocated_objects, allocated);
     SET(total_freed_objects, freed);
     SET(malloc_increase_bytes, objspace->malloc_increase);

@@ -16,8 +16,7 @@
  *    child dirties only the pages where it actually frees something.
  *  - Every page is swept before the next mark phase starts (collect.c calls
  *    mosaic_sweep_finish_now first), so garbage_object_p only needs before_sweep + mark bit.
- *  - Sweeping runs with during_gc set, under the VM lock. The sweep inside a collection has
- *    the world stopped; a lazy step does not (see mosaic_sweep_for_free_page).
+ *  - Sweeping runs with during_gc set, under the VM lock, with other Ractors stopped.
  */
 #include <stdlib.h>
 
@@ -40,9 +39,10 @@ free_one(mosaic_objspace_t *objspace, VALUE obj, bool hook)
     return false;
 }
 
-/* bits &= keep. Atomic when it changes something: a lazy sweep step does not stop other
- * Ractors, whose write barriers set remembered and wb-unprotected bits of live objects of
- * this page at the same time (atomically, generation.c). */
+/* bits &= keep, atomically when it changes something: write barriers set remembered and
+ * wb-unprotected bits with atomic ORs (generation.c), so a plain read-modify-write here could
+ * drop one if a barrier ever ran concurrently with a sweep (every sweep has the world stopped
+ * today; this keeps the two protocols compatible). */
 static inline void
 bits_keep(mosaic_bits_t *word, mosaic_bits_t keep)
 {
@@ -143,9 +143,10 @@ mosaic_heap_requeue_free_pages(struct mosaic_heap *heap)
     }
 }
 
-/* Sweeps heap->pages[sweep_index] and decides what happens to it: an empty page goes to the
- * empty-page pool (any class may reuse it; pool.c-side trimming gives it back to the OS), a
- * page with room is queued by fullness, a full one is left alone. Returns its free slots
+/* Sweeps heap->pages[sweep_index] and decides what happens to it: an empty page goes back to
+ * the OS while the class is above what it should keep (freeable_pages, pace.c), else to the
+ * empty-page pool (any class may reuse it; heap.c gives pages idle there back to the OS); a
+ * page with room is queued by fullness; a full one is left alone. Returns its free slots
  * when it was queued, else 0. */
 static size_t
 heap_sweep_step(mosaic_objspace_t *objspace, struct mosaic_heap *heap)
@@ -156,9 +157,20 @@ heap_sweep_step(mosaic_objspace_t *objspace, struct mosaic_heap *heap)
         return 0;
     }
 
+    /* Malloc'd memory the sweep frees (dead objects' buffers), for the pacer's live figure. */
+    size_t malloc_before = __atomic_load_n(&objspace->malloc_bytes, __ATOMIC_RELAXED);
     size_t free_slots = page_sweep(objspace, page);
+    size_t malloc_after = __atomic_load_n(&objspace->malloc_bytes, __ATOMIC_RELAXED);
+    if (malloc_before > malloc_after) objspace->malloc_freed_by_sweep += malloc_before - malloc_after;
     if (free_slots == page->total_slots && page->final_slots == 0 && objspace->heap_walk_depth == 0) {
-        mosaic_pool_put(objspace, heap, heap->sweep_index);
+        /* Beyond what the class should keep (pace.c), straight back to the OS. */
+        if (heap->freeable_pages > 0) {
+            heap->freeable_pages--;
+            mosaic_page_release(objspace, heap, heap->sweep_index);
+        }
+        else {
+            mosaic_pool_put(objspace, heap, heap->sweep_index);
+        }
         /* The last page moved into sweep_index: do not advance. */
         return 0;
     }
@@ -201,6 +213,7 @@ mosaic_sweep_prepare(mosaic_objspace_t *objspace)
         struct mosaic_heap *heap = &objspace->heaps[i];
         for (int b = 0; b < MOSAIC_FREE_BUCKETS; b++) heap->free_pages[b] = NULL;
         heap->sweep_index = 0;
+        objspace->malloc_freed_by_sweep = 0;
         for (size_t j = 0; j < heap->page_count; j++) {
             struct mosaic_page *page = heap->pages[j];
             page->before_sweep = true;
@@ -229,8 +242,9 @@ mosaic_sweep_rest(mosaic_objspace_t *objspace)
  * were swept, and returns the fullest queued page, dequeued, or NULL. A batch, not one page:
  * each step pays for entering the collector (hooks, clock), so it should free enough to be
  * worth it, and choosing the fullest of several pages keeps allocation dense. Other Ractors
- * are not stopped (as in the default GC's lazy sweep): they only allocate from swept pages,
- * and the bits their write barriers set are cleared atomically (bits_keep). */
+ * are stopped (the barrier costs nothing when there is only one): freeing an object touches
+ * VM structures they may be using (a dead class's superclass's subclass list, the object-id
+ * tables, heap walk snapshots), as in the default GC's gc_continue. */
 #define MOSAIC_SWEEP_BATCH 16
 struct mosaic_page *
 mosaic_sweep_for_free_page(mosaic_objspace_t *objspace, struct mosaic_heap *heap)
@@ -238,7 +252,7 @@ mosaic_sweep_for_free_page(mosaic_objspace_t *objspace, struct mosaic_heap *heap
     unsigned int lev;
     size_t found = 0, pages = 0, want = heap->slots_per_page / 4;
 
-    mosaic_gc_enter(objspace, &lev, false);
+    mosaic_gc_enter(objspace, &lev, true);
     uint64_t start = objspace->measure_time ? mosaic_now_ns() : 0;
     while (heap->sweep_index < heap->page_count && found < want && pages < MOSAIC_SWEEP_BATCH) {
         found += heap_sweep_step(objspace, heap);

@@ -160,6 +160,35 @@ mosaic_verify_heap(mosaic_objspace_t *objspace, bool raise_on_error)
             report(&ctx, "heap %d: pages hold %zu slots, total_slots says %zu", h, slots, heap->total_slots);
         }
     }
+    /* The empty-page pool: pages out of every class and out of the index, every slot free and
+     * on the page's freelist (heap.c reuses that list as is for the same class). */
+    size_t pooled = 0;
+    for (struct mosaic_page *page = objspace->pool; page; page = page->free_next) {
+        if (++pooled > objspace->pool_count) {
+            report(&ctx, "the pool holds more pages than pool_count (%zu), or a cycle", objspace->pool_count);
+            break;
+        }
+        if (mosaic_pointer_to_slot_p(objspace, (void *)page->start)) {
+            report(&ctx, "pooled page %p is still in the page index", (void *)page->body);
+        }
+        if (page->final_slots) report(&ctx, "pooled page %p has %u zombies", (void *)page->body, page->final_slots);
+        size_t on_freelist = 0;
+        for (struct mosaic_free_slot *slot = page->freelist; slot && on_freelist <= page->total_slots; slot = slot->next) {
+            on_freelist++;
+        }
+        if (on_freelist != page->total_slots) {
+            report(&ctx, "pooled page %p: %zu of %u slots on its freelist", (void *)page->body, on_freelist, page->total_slots);
+        }
+        for (size_t i = 0; i < page->total_slots; i++) {
+            if (((VALUE *)(page->start + i * page->slot_size))[0] != 0) {
+                report(&ctx, "pooled page %p: slot %zu is not free", (void *)page->body, i);
+                break;
+            }
+        }
+    }
+    if (pooled != objspace->pool_count) {
+        report(&ctx, "%zu pages in the pool, pool_count says %zu", pooled, objspace->pool_count);
+    }
     if (pages != objspace->sorted_count) {
         report(&ctx, "%zu pages in the heaps, %zu in the sorted index", pages, objspace->sorted_count);
     }

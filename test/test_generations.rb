@@ -66,7 +66,13 @@ class TestMosaicGenerations < Test::Unit::TestCase
       GC.start(full_mark: false)
       assert_nil GC.latest_gc_info(:major_by)
       GC.start(full_mark: true)
-      assert_equal :force, GC.latest_gc_info(:major_by)
+      if ENV["MOSAIC_STRESS_MINOR"]
+        # The stress GCs in between may have made the pacer ask for a major GC already
+        # (:nofree, :oldgen); it is reported first, as in the default GC.
+        refute_nil GC.latest_gc_info(:major_by)
+      else
+        assert_equal :force, GC.latest_gc_info(:major_by)
+      end
     RUBY
   end
 

@@ -17,7 +17,8 @@ class TestMosaicMemory < Test::Unit::TestCase
       GC.start
       s = GC.stat
       page = GC::INTERNAL_CONSTANTS[:HEAP_PAGE_SIZE]
-      assert_equal s[:heap_allocated_pages] * page, s[:mosaic_heap_pages_bytes]
+      assert_equal (s[:heap_allocated_pages] - s[:heap_empty_pages]) * page, s[:mosaic_heap_pages_bytes]
+      assert_equal s[:total_allocated_pages], s[:heap_allocated_pages] + s[:total_freed_pages]
       assert_operator s[:mosaic_heap_live_bytes] + s[:mosaic_heap_free_bytes], :<=, s[:mosaic_heap_pages_bytes]
       assert_operator s[:mosaic_heap_live_bytes], :>=, 200_000 * 40
       assert_equal s[:heap_empty_pages] * page, s[:mosaic_heap_pooled_bytes]
@@ -56,7 +57,7 @@ class TestMosaicMemory < Test::Unit::TestCase
     omit "reads Mosaic's pacing; the stress gate forces GCs" if ENV["MOSAIC_STRESS_MINOR"]
     assert_gc_script(<<~'RUBY', timeout: 300)
       live = Array.new(100_000) { |i| [i, "v#{i}"] }
-      pages = ->() { GC.stat(:heap_allocated_pages) + GC.stat(:heap_empty_pages) }
+      pages = ->() { GC.stat(:heap_allocated_pages) }
       round = ->() { 20.times { |k| live[rand(live.size)] = [k, "n" * 50]; Array.new(50_000) { |i| "t#{i}" } } }
       3.times { round.() }
       after_warmup = pages.()
@@ -65,20 +66,45 @@ class TestMosaicMemory < Test::Unit::TestCase
     RUBY
   end
 
-  # Empty pages go to the pool; pages idle there for a whole cycle go back to the OS.
+  # Empty pages go to the pool; pages idle there for a whole cycle go back to the OS. The live
+  # set is large enough that its class keeps the burst's pages (they are within
+  # live / (1 - free_slots_max_ratio), so the sweep pools them rather than freeing them).
   def test_idle_empty_pages_are_released
     omit "Mosaic's pool" unless mosaic?
     omit "reads Mosaic's pacing; the stress gate forces GCs" if ENV["MOSAIC_STRESS_MINOR"]
     assert_gc_script(<<~'RUBY')
-      burst = Array.new(500_000) { Object.new }
+      keep = Array.new(300_000) { Object.new }
+      GC.start
+      burst = Array.new(200_000) { Object.new }
       burst.clear
       GC.start(immediate_sweep: true)
       pooled = GC.stat(:heap_empty_pages)
-      assert_operator pooled, :>, 100, "the burst's pages were not pooled"
-      held = GC.stat(:heap_allocated_pages) + GC.stat(:heap_empty_pages)
+      assert_operator pooled, :>, 60, "the burst's pages were not pooled"
+      held = GC.stat(:heap_allocated_pages)
+      freed = GC.stat(:total_freed_pages)
       2.times { GC.start }
       assert_operator GC.stat(:heap_empty_pages), :<, pooled / 4
-      assert_operator GC.stat(:heap_allocated_pages) + GC.stat(:heap_empty_pages), :<, held - pooled / 2
+      assert_operator GC.stat(:heap_allocated_pages), :<, held - pooled / 2
+      assert_operator GC.stat(:total_freed_pages), :>=, freed + pooled / 2
+      keep.size
+    RUBY
+  end
+
+  # A heap that grew for a burst gives the pages back after the next major GC even if the
+  # program goes on allocating (its empty pages beyond what the class should keep are not
+  # reused from the pool but returned).
+  def test_heap_shrinks_after_a_burst
+    omit "Mosaic's pacing (the default GC still holds 474 of 663 pages here)" unless mosaic?
+    omit "reads Mosaic's pacing; the stress gate forces GCs" if ENV["MOSAIC_STRESS_MINOR"]
+    assert_gc_script(<<~'RUBY')
+      keep = Array.new(50_000) { Object.new }
+      burst = Array.new(1_000_000) { Object.new }
+      peak = GC.stat(:heap_allocated_pages)
+      burst.clear
+      GC.start
+      10.times { Array.new(100_000) { Object.new } }
+      assert_operator GC.stat(:heap_allocated_pages), :<, peak / 2, "pages held after the burst died"
+      keep.size
     RUBY
   end
 
@@ -127,18 +153,20 @@ class TestMosaicMemory < Test::Unit::TestCase
     assert_equal "#{512 << 20}\n", out
   end
 
-  # Old garbage piles up between major GCs: batches live long enough to become old, then die.
-  # Used (pages + malloc) is sampled after every GC.
+  # Old garbage piles up between major GCs: malloc'd strings live long enough to become old,
+  # then die; only a major GC frees them (unlimited, old-malloc pacing lets 16 MiB or more of
+  # them pile up). Used (pages + malloc) is sampled once per round.
   LIMIT_PROGRAM = <<~'RUBY'
     max_used = 0
     page = GC::INTERNAL_CONSTANTS[:HEAP_PAGE_SIZE]
-    used = -> { (GC.stat(:heap_allocated_pages) + GC.stat(:heap_empty_pages)) * page + GC.stat(:mosaic_malloc_bytes) }
-    keep = Array.new(100_000) { |i| "k#{i}" * 4 }
+    used = -> { GC.stat(:heap_allocated_pages) * page + GC.stat(:mosaic_malloc_bytes) }
+    keep = Array.new(50_000) { |i| "k#{i}" * 4 }
     queue = []
-    60.times do |r|
-      queue << Array.new(40_000) { |i| "b#{r}-#{i}" * 3 }
-      queue.shift if queue.size > 4
-      Array.new(100_000) { |i| [i] }
+    80.times do |r|
+      300_000.times.sum  # work that allocates nothing: GC is not all the program does
+      queue << Array.new(20) { |i| "#{r}-#{i}" * 40_000 }  # 4 MB of malloc'd strings per round
+      queue.shift if queue.size > 4  # each lives 4 rounds, long enough to be old when it dies
+      Array.new(50_000) { |i| [i] }  # young garbage: minor GCs in between
       max_used = [max_used, used.()].max
     end
     puts max_used, GC.stat(:mosaic_memory_limit_set_aside), keep.size
@@ -150,20 +178,21 @@ class TestMosaicMemory < Test::Unit::TestCase
     out, err, status = run_with({}, LIMIT_PROGRAM)
     assert_predicate status, :success?, err
     unlimited = out.lines[0].to_i
-    limit = (unlimited * 0.75).to_i
+    limit = (unlimited * 0.7).to_i
     out, err, status = run_with({ "MOSAIC_MEMORY_LIMIT" => limit.to_s }, LIMIT_PROGRAM)
     assert_predicate status, :success?, err
     limited, set_aside = out.lines.map(&:to_i)
     assert_equal 0, set_aside, "the live set fits, yet the limit was set aside"
     assert_operator limited, :<=, limit, "used #{limited} bytes with a limit of #{limit} (#{unlimited} without)"
-    assert_not_match(/does not fit/, err)
+    assert_not_match(/warning/, err)
   end
 
   def test_memory_limit_too_small_warns_once_and_finishes
     omit "Mosaic's soft limit" unless mosaic?
+    omit "too slow with a GC every 1000 allocations" if ENV["MOSAIC_STRESS_MINOR"]
     out, err, status = run_with({ "MOSAIC_MEMORY_LIMIT" => "4M" }, LIMIT_PROGRAM)
     assert_predicate status, :success?, err
-    assert_equal 1, err.scan(/does not fit the memory limit/).size, err
-    assert_equal "100000", out.lines[2].chomp
+    assert_equal 1, err.scan(/\[mosaic\] warning: .*memory limit.*grows past the limit/).size, err
+    assert_equal "50000", out.lines[2].chomp
   end
 end
