@@ -34,9 +34,9 @@
  * | MOSAIC_TRACE                          | 0       | 1: one line per GC on stderr (memory.c)   |
  * | MOSAIC_MEMORY_REPORT                  | 0       | 1: memory breakdown at exit and at peak   |
  *
- * RUBY_GC_HEAP_FREE_SLOTS_MAX_RATIO is accepted and shown by GC.config but no longer used:
- * Mosaic moves every empty page to the empty-page pool and returns pooled pages idle for a
- * whole cycle (pace.c), instead of shrinking a class above a free ratio.
+ * RUBY_GC_HEAP_FREE_SLOTS_MAX_RATIO applies after major GCs only: a class keeps
+ * live / (1 - ratio) slots and returns its empty pages beyond that; other empty pages go to
+ * the empty-page pool, from which pages idle for a whole cycle are returned (pace.c).
  */
 #include <ctype.h>
 #include <math.h>

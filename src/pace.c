@@ -37,6 +37,8 @@
  *   the OS too (heap.c, mosaic_pool_trim, with a reserve against oscillation). Why both: a
  *   heap that grew for a burst (gcbench: 57 MiB of pages for 11 MiB live) is refilled with
  *   garbage every cycle, its empty pages reused from the pool before they can sit idle.
+ * Growth in steps: however large the budget, fresh pages mapped since the latest GC stop at
+ *   1/8 of the heap (at least 4 MiB) until a GC (mosaic_pace_grown_enough, below).
  * heap_target_bytes = (pages in use + pages the budgets allow) * MOSAIC_PAGE_SIZE: the page
  * memory the heap may reach before the next GC (GC.stat :mosaic_heap_target_bytes).
  *
@@ -56,16 +58,16 @@
  *   (Mosaic used to set the limit to 1.2x the whole accumulated increase at each major, which
  *   reached the 128 MiB cap within a few cycles and let old garbage hold that much malloc.)
  *
- * Soft memory limit (memory_limit, MOSAIC_MEMORY_LIMIT): "used" = pages in use + pooled pages
- * + malloc_bytes. While used + what a GC would ask is above the limit, no fresh page is
- * mapped without a collection first (mosaic_pace_over_limit), the pool is emptied, minor GCs
- * ask for majors, the malloc limit shrinks to half the headroom (at least 256 KiB), and majors trim malloc's
- * arenas (memory.c). If a major GC finds that what is live alone is above 95% of the limit, the program does not fit: a one-time
- * warning, and the limit is set aside (normal pacing) until a major finds live below 85% of
- * it ("live" = slot bytes marked + malloc_bytes after the sweep). And when, with the limit
- * held, GC takes more than half of the time (an average over recent GCs, mosaic_pace_gc_time),
- * the limit is set aside as well: a fragmented heap that collections cannot bring under the
- * limit must not make the program a GC loop (Go caps GC CPU at 50% for the same reason). The limit never raises an error by itself, and cannot turn the program into a GC loop.
+ * Soft memory limit (memory_limit, MOSAIC_MEMORY_LIMIT): "used" = pages in use + pooled
+ * pages + malloc_bytes. While used + one page is above the limit, no fresh page is mapped
+ * without a collection first (mosaic_pace_over_limit); after marking, the budget is cut to
+ * what fits and a minor GC that had to cut it asks for a major; within 10% of the limit the
+ * pool is emptied at every GC and majors trim malloc's arenas (memory.c); the malloc limit is
+ * at most half the headroom (at least 256 KiB). The limit is set aside (normal pacing, one
+ * warning) when a major finds live data above 95% of it (live = slot bytes marked + malloc
+ * bytes at the GC's start less what its sweep freed), or when GC takes more than half of the
+ * time while it is held (mosaic_pace_gc_time); it is taken up again when a major finds live
+ * below 85% of it. So it never raises, and cannot turn a program into a GC loop.
  *
  * Arithmetic: every size * factor goes through mosaic_scale and sums through mosaic_add_sat,
  * which saturate at MOSAIC_SIZE_MAX: a huge factor means "as much as can be", never a wrapped

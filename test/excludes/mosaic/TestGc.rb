@@ -1,0 +1,2 @@
+# Known differences of Mosaic from CRuby's default GC, reviewed. Each names its cause.
+exclude(:test_thrashing_for_young_objects, "asserts heap_empty_pages == 0 after a minor GC. Mosaic moves every empty page into its empty-page pool (reusable by any size class; pages idle for a whole cycle are returned), where the default GC keeps them in their size class; the test's other assertions (no page allocated or freed, no major GC) hold under Mosaic. Issue 8 note.")
