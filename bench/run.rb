@@ -597,7 +597,7 @@ puts table
 
 results_dir = File.join(BENCH_DIR, "results")
 FileUtils.mkdir_p(results_dir)
-base_name = File.join(results_dir, "#{stamp}-#{commit}#{quick ? "-quick" : ""}")
+base_name = File.join(results_dir, "#{stamp}-#{commit}#{dirty ? "-dirty" : ""}#{quick ? "-quick" : ""}")
 File.write("#{base_name}.json", JSON.pretty_generate(meta.merge("results" => results)) + "\n")
 File.write("#{base_name}.md", table)
 chart_files = Chart.draw(results, gcs, baseline, meta, base_name)
