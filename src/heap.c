@@ -359,27 +359,30 @@ mosaic_page_new(mosaic_objspace_t *objspace, struct mosaic_heap *heap)
     return page;
 }
 
-/* Takes heap->pages[index] out of its class (the last page takes its place). */
-static void
-heap_remove_page(mosaic_objspace_t *objspace, struct mosaic_heap *heap, size_t index)
-{
-    struct mosaic_page *page = heap->pages[index];
-    heap->pages[index] = heap->pages[heap->page_count - 1];
-    heap->page_count--;
-    if (heap->sweep_index > heap->page_count) heap->sweep_index = heap->page_count;
-    heap->total_slots -= page->total_slots;
-    sorted_remove(objspace, page);
-}
-
-/* Moves the empty heap->pages[index] into the pool. Same conditions as mosaic_page_release. */
-void
-mosaic_pool_put(mosaic_objspace_t *objspace, struct mosaic_heap *heap, size_t index)
+/* Takes the empty heap->pages[index] out of its class (the last page takes its place) and out
+ * of the page index; it counts as a page the class freed. The caller guarantees it holds no
+ * live object, no zombie, is on no freelist chain (a free_pages bucket or a cache) and that no
+ * heap walk is live. */
+static struct mosaic_page *
+heap_unlink_empty_page(mosaic_objspace_t *objspace, struct mosaic_heap *heap, size_t index)
 {
     struct mosaic_page *page = heap->pages[index];
     MOSAIC_ASSERT(page->final_slots == 0);
     MOSAIC_ASSERT(objspace->heap_walk_depth == 0);
-    heap_remove_page(objspace, heap, index);
+    heap->pages[index] = heap->pages[heap->page_count - 1];
+    heap->page_count--;
+    if (heap->sweep_index > heap->page_count) heap->sweep_index = heap->page_count;
+    heap->total_slots -= page->total_slots;
     heap->total_freed_pages++;
+    sorted_remove(objspace, page);
+    return page;
+}
+
+/* Moves the empty heap->pages[index] into the pool (conditions: heap_unlink_empty_page). */
+void
+mosaic_pool_put(mosaic_objspace_t *objspace, struct mosaic_heap *heap, size_t index)
+{
+    struct mosaic_page *page = heap_unlink_empty_page(objspace, heap, index);
     page->before_sweep = false;
     page->pooled_at = objspace->stats.count;
     page->free_next = objspace->pool;
@@ -431,17 +434,11 @@ mosaic_pool_trim(mosaic_objspace_t *objspace, bool all, bool credit)
     return released;
 }
 
-/* Returns the empty heap->pages[index] to the OS at once. The caller guarantees it holds no
- * live object, no zombie, and is on no freelist chain (a free_pages bucket or a cache). */
+/* Returns the empty heap->pages[index] to the OS at once (conditions: heap_unlink_empty_page). */
 void
 mosaic_page_release(mosaic_objspace_t *objspace, struct mosaic_heap *heap, size_t index)
 {
-    struct mosaic_page *page = heap->pages[index];
-    MOSAIC_ASSERT(page->final_slots == 0);
-    MOSAIC_ASSERT(objspace->heap_walk_depth == 0);
-    heap_remove_page(objspace, heap, index);
-    heap->total_freed_pages++;
-    page_free(objspace, page);
+    page_free(objspace, heap_unlink_empty_page(objspace, heap, index));
 }
 
 /* Returns every page with no live object and no zombie to the OS, pooled ones included
