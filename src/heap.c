@@ -90,11 +90,11 @@ mosaic_heap_available_slots(mosaic_objspace_t *objspace)
     return total;
 }
 
-/* Pages held: in use by a class, or in the pool (as the default GC counts its empty pages). */
+/* Pages in use by a class (the pool is apart: GC.stat's heap_empty_pages). */
 size_t
 mosaic_heap_allocated_pages(mosaic_objspace_t *objspace)
 {
-    return objspace->sorted_count + objspace->pool_count;
+    return objspace->sorted_count;
 }
 
 /* ===================================================== page bodies */
@@ -352,7 +352,6 @@ mosaic_page_new(mosaic_objspace_t *objspace, struct mosaic_heap *heap)
     }
 
     *(struct mosaic_page **)body = page;
-    objspace->pages_mapped++;
     page_layout(page, heap);
     heap_add_page(heap, page);
     heap->total_allocated_pages++;

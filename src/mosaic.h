@@ -327,8 +327,7 @@ typedef struct mosaic_objspace {
     size_t pool_count;
     size_t pool_taken;               /* pages taken from the pool since the latest GC */
     size_t pool_reserve;             /* pages the pool keeps however long idle (hysteresis) */
-    size_t pages_mapped;             /* pages ever created with a fresh body (GC.stat total_allocated_pages) */
-    size_t pages_returned;           /* pages ever given back to the OS (GC.stat total_freed_pages) */
+    size_t pages_returned;           /* pages ever given back to the OS (GC.stat :mosaic_pages_returned) */
 
     /* Memory figures (memory.c). */
     struct mosaic_memory memory_peak;   /* the breakdown at the GC with the highest RSS */

@@ -17,7 +17,8 @@ class TestMosaicMemory < Test::Unit::TestCase
       GC.start
       s = GC.stat
       page = GC::INTERNAL_CONSTANTS[:HEAP_PAGE_SIZE]
-      assert_equal (s[:heap_allocated_pages] - s[:heap_empty_pages]) * page, s[:mosaic_heap_pages_bytes]
+      assert_equal s[:heap_allocated_pages] * page, s[:mosaic_heap_pages_bytes]
+      assert_equal s[:heap_allocated_pages], s[:heap_eden_pages]
       assert_equal s[:total_allocated_pages], s[:heap_allocated_pages] + s[:total_freed_pages]
       assert_operator s[:mosaic_heap_live_bytes] + s[:mosaic_heap_free_bytes], :<=, s[:mosaic_heap_pages_bytes]
       assert_operator s[:mosaic_heap_live_bytes], :>=, 200_000 * 40
@@ -57,7 +58,7 @@ class TestMosaicMemory < Test::Unit::TestCase
     omit "reads Mosaic's pacing; the stress gate forces GCs" if ENV["MOSAIC_STRESS_MINOR"]
     assert_gc_script(<<~'RUBY', timeout: 300)
       live = Array.new(100_000) { |i| [i, "v#{i}"] }
-      pages = ->() { GC.stat(:heap_allocated_pages) }
+      pages = ->() { GC.stat(:heap_allocated_pages) + GC.stat(:heap_empty_pages) }
       round = ->() { 20.times { |k| live[rand(live.size)] = [k, "n" * 50]; Array.new(50_000) { |i| "t#{i}" } } }
       3.times { round.() }
       after_warmup = pages.()
@@ -80,12 +81,12 @@ class TestMosaicMemory < Test::Unit::TestCase
       GC.start(immediate_sweep: true)
       pooled = GC.stat(:heap_empty_pages)
       assert_operator pooled, :>, 60, "the burst's pages were not pooled"
-      held = GC.stat(:heap_allocated_pages)
-      freed = GC.stat(:total_freed_pages)
+      held = GC.stat(:heap_allocated_pages) + GC.stat(:heap_empty_pages)
+      returned = GC.stat(:mosaic_pages_returned)
       2.times { GC.start }
       assert_operator GC.stat(:heap_empty_pages), :<, pooled / 4
-      assert_operator GC.stat(:heap_allocated_pages), :<, held - pooled / 2
-      assert_operator GC.stat(:total_freed_pages), :>=, freed + pooled / 2
+      assert_operator GC.stat(:heap_allocated_pages) + GC.stat(:heap_empty_pages), :<, held - pooled / 2
+      assert_operator GC.stat(:mosaic_pages_returned), :>=, returned + pooled / 2
       keep.size
     RUBY
   end
@@ -99,11 +100,11 @@ class TestMosaicMemory < Test::Unit::TestCase
     assert_gc_script(<<~'RUBY')
       keep = Array.new(50_000) { Object.new }
       burst = Array.new(1_000_000) { Object.new }
-      peak = GC.stat(:heap_allocated_pages)
+      peak = GC.stat(:heap_allocated_pages) + GC.stat(:heap_empty_pages)
       burst.clear
       GC.start
       10.times { Array.new(100_000) { Object.new } }
-      assert_operator GC.stat(:heap_allocated_pages), :<, peak / 2, "pages held after the burst died"
+      assert_operator GC.stat(:heap_allocated_pages) + GC.stat(:heap_empty_pages), :<, peak / 2, "pages held after the burst died"
       keep.size
     RUBY
   end
@@ -159,7 +160,7 @@ class TestMosaicMemory < Test::Unit::TestCase
   LIMIT_PROGRAM = <<~'RUBY'
     max_used = 0
     page = GC::INTERNAL_CONSTANTS[:HEAP_PAGE_SIZE]
-    used = -> { GC.stat(:heap_allocated_pages) * page + GC.stat(:mosaic_malloc_bytes) }
+    used = -> { (GC.stat(:heap_allocated_pages) + GC.stat(:heap_empty_pages)) * page + GC.stat(:mosaic_malloc_bytes) }
     keep = Array.new(50_000) { |i| "k#{i}" * 4 }
     queue = []
     80.times do |r|
