@@ -177,9 +177,10 @@ static void
 new_obj_slow_checks(mosaic_objspace_t *objspace)
 {
     if (RB_UNLIKELY(objspace->during_gc)) {
-        /* Another Ractor's lazy sweep step runs without stopping this one (sweep.c): wait for
-         * it under the VM lock. If during_gc is still set once this thread holds the lock
-         * (recursively), this thread is the collector: a bug, as in the default GC. */
+        /* Checked under the VM lock, in the default GC's order: during_gc is read here
+         * without the lock, so another Ractor's collection may be what set it. If it is still
+         * set once this thread holds the lock (recursively), this thread is the collector:
+         * a bug. */
         unsigned int lev = rb_gc_vm_lock();
         bool inside = objspace->during_gc;
         rb_gc_vm_unlock(lev);
