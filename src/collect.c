@@ -145,8 +145,9 @@ mosaic_collect(mosaic_objspace_t *objspace, unsigned int reason)
     objspace->malloc_bytes_at_gc = __atomic_load_n(&objspace->malloc_bytes, __ATOMIC_RELAXED);
     objspace->heap_bytes_at_gc = 0;
     for (int i = 0; i < MOSAIC_HEAP_COUNT; i++) {
-        const struct mosaic_heap *heap = &objspace->heaps[i];
-        objspace->heap_bytes_at_gc += (heap->total_allocated_objects - heap->total_freed_objects) * heap->slot_size;
+        struct mosaic_heap *heap = &objspace->heaps[i];
+        heap->used_slots_at_gc = heap->total_allocated_objects - heap->total_freed_objects;
+        objspace->heap_bytes_at_gc += heap->used_slots_at_gc * heap->slot_size;
     }
     mosaic_pace_malloc_limit(objspace);
 

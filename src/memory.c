@@ -27,9 +27,9 @@
 
 #include "mosaic.h"
 
-/* malloc_trim after a major GC whose cycle freed at least this much malloc'd memory. */
-#ifndef MOSAIC_TRIM_FREED
-# define MOSAIC_TRIM_FREED ((size_t)1 << 20)
+/* malloc_trim after a major GC when glibc's arenas hold at least this much free memory. */
+#ifndef MOSAIC_TRIM_IDLE
+# define MOSAIC_TRIM_IDLE ((size_t)1 << 20)
 #endif
 
 static size_t
@@ -127,33 +127,34 @@ mosaic_memory_after_gc(mosaic_objspace_t *objspace, unsigned int reason)
                 pause_us / 1000, pause_us % 1000);
     }
     size_t rss = rss_bytes();
+    size_t counted = mosaic_pace_counted_bytes(objspace);
+    objspace->rss_overhead_bytes = rss > counted ? rss - counted : 0;
     if (rss > objspace->memory_peak.rss + objspace->memory_peak.rss / 50) {
         mosaic_memory_breakdown(objspace, &objspace->memory_peak, true);
     }
 }
 
 /* The sweep of a cycle has ended: every dead object of it is freed. After a major GC, tell
- * the pacer what is live, and give malloc's free memory back to the OS when this cycle freed
- * a lot of it (8 MiB or more) or the soft limit is near: glibc keeps freed chunks inside its
- * arenas, and only malloc_trim returns the whole pages among them. Its time counts as sweep
- * time (it runs inside the collector, VM lock held). */
+ * the pacer what is live, and give malloc's free memory back to the OS when glibc holds at
+ * least MOSAIC_TRIM_IDLE free inside its arenas below their top (mallinfo2: fordblks -
+ * keepcost), whatever freed it: this cycle's sweep, or st_table and array buffers that grew
+ * by realloc since. glibc gives back only the free top of the main arena by itself; only
+ * malloc_trim returns the whole pages among the chunks below it. Both calls walk the free
+ * lists; their time counts as sweep time (GC.stat :mosaic_malloc_trim_time), VM lock held. */
 void
 mosaic_memory_after_sweep(mosaic_objspace_t *objspace)
 {
     if (!objspace->full_mark) return;
     mosaic_pace_after_major_sweep(objspace);
 #ifdef __GLIBC__
-    size_t now = objspace->malloc_live_bytes;
-    size_t freed = objspace->malloc_bytes_at_gc > now ? objspace->malloc_bytes_at_gc - now : 0;
-    if (freed >= MOSAIC_TRIM_FREED || mosaic_pace_near_limit(objspace)) {
-        uint64_t t = objspace->measure_time ? mosaic_now_ns() : 0;
+    uint64_t t = objspace->measure_time ? mosaic_now_ns() : 0;
+    struct mallinfo2 mi = mallinfo2();
+    size_t idle = mi.fordblks > mi.keepcost ? mi.fordblks - mi.keepcost : 0;
+    if (idle >= MOSAIC_TRIM_IDLE || mosaic_pace_near_limit(objspace)) {
         malloc_trim(0);
         objspace->stats.malloc_trim_count++;
-        if (objspace->measure_time) {
-            uint64_t ns = mosaic_now_ns() - t;
-            objspace->stats.malloc_trim_time_ns += ns;
-        }
     }
+    if (objspace->measure_time) objspace->stats.malloc_trim_time_ns += mosaic_now_ns() - t;
 #endif
 }
 

@@ -153,6 +153,7 @@ struct mosaic_heap {
     size_t allocatable_slots;        /* this class's own growth budget (pace.c) */
     size_t major_target_slots;       /* pace.c: what minor GCs may grow the class to */
     size_t freeable_pages;           /* pace.c: empty pages this sweep returns to the OS, not the pool */
+    size_t used_slots_at_gc;         /* allocated and not freed when the latest GC started */
     size_t marked_slots;             /* marked in the latest cycle */
     size_t final_slots;
 
@@ -334,6 +335,7 @@ typedef struct mosaic_objspace {
     size_t heap_target_bytes;        /* pace.c: the page bytes the heap may reach before the next GC */
     size_t live_bytes;               /* slot bytes marked by the latest GC */
     size_t malloc_live_bytes;        /* malloc_bytes when the latest major GC's sweep ended */
+    size_t rss_overhead_bytes;       /* RSS beyond pages + malloc_bytes at the latest GC's end */
     size_t malloc_bytes_at_gc;       /* malloc_bytes when the latest GC started */
     size_t malloc_freed_by_sweep;    /* malloc_bytes the current cycle's sweep freed (sweep.c) */
     size_t heap_bytes_at_gc;         /* slot bytes holding objects when the latest GC started */
@@ -485,6 +487,7 @@ void mosaic_pace_after_mark(mosaic_objspace_t *objspace);
 void mosaic_pace_after_major_sweep(mosaic_objspace_t *objspace);
 void mosaic_pace_gc_time(mosaic_objspace_t *objspace, uint64_t start_ns, uint64_t end_ns);
 void mosaic_pace_malloc_limit(mosaic_objspace_t *objspace);
+size_t mosaic_pace_counted_bytes(mosaic_objspace_t *objspace);
 size_t mosaic_pace_used_bytes(mosaic_objspace_t *objspace);
 bool mosaic_pace_over_limit(mosaic_objspace_t *objspace);
 bool mosaic_pace_grown_enough(mosaic_objspace_t *objspace);

@@ -22,7 +22,9 @@
  *   it is largely old garbage (or the live data grew by 1/(1-goal) since the major), so it
  *   does not grow; the next GC is major (:nofree). A minor GC that runs MOSAIC_OLD_AGE (3) or
  *   more GCs after the latest major does not grow either and asks for a major (the default
- *   GC's rule: by then the young garbage of that time has aged into old garbage). Otherwise
+ *   GC's rule: by then the young garbage of that time has aged into old garbage), if
+ *   allocation churns the class (churning(), below); a class it does not churn stays as it
+ *   is, neither growing nor asking for a major that would free nothing in it. Otherwise
  *   the class grows by its ask; a major GC always does (it has just measured the live data).
  *   Why per class and in marked slots: a whole-heap target in pages stopped a class whose
  *   objects were all live from growing while other classes were sparse (gcbench: a major
@@ -97,10 +99,19 @@ mosaic_pace_init(mosaic_objspace_t *objspace)
 
 /* Page memory in use or held, plus what Ruby has malloc'd: what the soft limit bounds. */
 size_t
-mosaic_pace_used_bytes(mosaic_objspace_t *objspace)
+mosaic_pace_counted_bytes(mosaic_objspace_t *objspace)
 {
     size_t pages = objspace->sorted_count + objspace->pool_count;
     return mosaic_add_sat(pages * MOSAIC_PAGE_SIZE, __atomic_load_n(&objspace->malloc_bytes, __ATOMIC_RELAXED));
+}
+
+/* What the soft limit bounds: the resident memory of the process, estimated between GCs as
+ * the bytes counted above plus the rest of RSS measured at the latest GC (memory.c: code,
+ * stacks, and the free memory malloc keeps in its arenas). */
+size_t
+mosaic_pace_used_bytes(mosaic_objspace_t *objspace)
+{
+    return mosaic_add_sat(mosaic_pace_counted_bytes(objspace), objspace->rss_overhead_bytes);
 }
 
 /* True when a fresh page must not be mapped without collecting first (the soft limit). */
@@ -112,7 +123,7 @@ mosaic_pace_over_limit(mosaic_objspace_t *objspace)
     return mosaic_add_sat(mosaic_pace_used_bytes(objspace), MOSAIC_PAGE_SIZE) > limit;
 }
 
-/* Growth in steps: however large the budget, once the heap has grown by a quarter of its
+/* Growth in steps: however large the budget, once the heap has grown by an eighth of its
  * size at the latest GC (at least MOSAIC_GROWTH_STEP_MIN), the next growth waits for a GC.
  * Why: a budget is sized from what was live at the GC; when the program stops building up
  * (a temporary structure completes, then dies), the rest of the budget would only be filled
@@ -169,6 +180,19 @@ growth_ask(const struct mosaic_params *params, size_t total, size_t live)
     return grow;
 }
 
+/* Whether allocation churns the class: its free slots at the GC's start were used up (all
+ * but 1/16 of the class), or were fewer than the garbage this GC found in it. A class below
+ * its free ratio that holds stable data and free slots it does not use (gcbench's 40-byte
+ * class: 18% free, nothing dying) is not: a major GC would free nothing in it. */
+static bool
+churning(const struct mosaic_heap *heap, size_t live)
+{
+    size_t total = heap->total_slots, used = heap->used_slots_at_gc;
+    size_t empty_at_gc = total > used ? total - used : 0;
+    size_t garbage = used > live ? used - live : 0;
+    return empty_at_gc < total / 16 || garbage > empty_at_gc;
+}
+
 /* The soft limit, after marking: how many page bytes may still be asked for. */
 static size_t
 limit_headroom(mosaic_objspace_t *objspace)
@@ -223,8 +247,12 @@ mosaic_pace_after_mark(mosaic_objspace_t *objspace)
         if (grow < heap->slots_per_page) grow = heap->slots_per_page;
         if (grow_minor) {
             /* Collect before grow (see the top of this file). */
-            if (major_due || live > heap->major_target_slots) {
-                objspace->need_major |= MOSAIC_REASON_MAJOR_NOFREE;
+            if (live > heap->major_target_slots || major_due) {
+                /* A class that allocation does not churn neither grows nor asks for a major
+                 * GC that would free nothing in it (it asked every fourth GC in gcbench). */
+                if (live > heap->major_target_slots || churning(heap, live)) {
+                    objspace->need_major |= MOSAIC_REASON_MAJOR_NOFREE;
+                }
                 continue;
             }
         }
@@ -294,7 +322,7 @@ mosaic_pace_after_major_sweep(mosaic_objspace_t *objspace)
     size_t limit = objspace->params.memory_limit;
     if (!limit) return;
 
-    size_t live = mosaic_add_sat(objspace->live_bytes, malloc_now);
+    size_t live = mosaic_add_sat(mosaic_add_sat(objspace->live_bytes, malloc_now), objspace->rss_overhead_bytes);
     if (!objspace->limit_set_aside && live > mosaic_scale(limit, 0.95)) {
         limit_set_aside(objspace, "live memory (%zu MiB) does not fit the memory limit (%zu MiB)", live >> 20, limit >> 20);
     }
