@@ -82,6 +82,17 @@ install-check:
 env:
 	@$(TOOLCHAIN) env
 
+# A release build of the working tree installed under another name, librubygc.$(NAME).so
+# (RUBY_GC_LIBRARY=$(NAME)), beside the installed mosaic: to compare two versions on one Ruby
+# (bench/run.rb --gcs default,mosaic,$(NAME)). Remove it from $(GC_DIR) when done.
+.PHONY: variant
+variant:
+	@test -n "$(NAME)" || { echo "usage: make variant NAME=name"; exit 2; }
+	@$(MAKE) --no-print-directory BUILD=build/variant-$(NAME) OPT='$(OPT) -DMOSAIC_GC_NAME=\"$(NAME)\"' lib
+	@mkdir -p $(GC_DIR)
+	@cp build/variant-$(NAME)/librubygc.mosaic.so $(GC_DIR)/.librubygc.$(NAME).so.tmp && mv -f $(GC_DIR)/.librubygc.$(NAME).so.tmp $(GC_DIR)/librubygc.$(NAME).so
+	@echo "installed $(GC_DIR)/librubygc.$(NAME).so"
+
 # The README's test command (its stress and differential gates use the checking build too).
 test: install install-check
 	@scripts/test.sh

@@ -123,7 +123,7 @@ mosaic_memory_after_gc(mosaic_objspace_t *objspace, unsigned int reason)
                 reason_name(reason), mib(objspace->heap_bytes_at_gc), mib(objspace->live_bytes),
                 mib(objspace->sorted_count * MOSAIC_PAGE_SIZE), mib(objspace->heap_target_bytes),
                 mib(objspace->pool_count * MOSAIC_PAGE_SIZE), mib(objspace->malloc_bytes_at_gc),
-                mib(objspace->malloc_limit), mib(objspace->oldmalloc_increase), mib(objspace->oldmalloc_limit),
+                mib(objspace->malloc_limit), mib(objspace->oldmalloc_held_bytes), mib(objspace->oldmalloc_limit),
                 pause_us / 1000, pause_us % 1000);
     }
     size_t rss = rss_bytes();
@@ -134,18 +134,19 @@ mosaic_memory_after_gc(mosaic_objspace_t *objspace, unsigned int reason)
     }
 }
 
-/* The sweep of a cycle has ended: every dead object of it is freed. After a major GC, tell
- * the pacer what is live, and give malloc's free memory back to the OS when glibc holds at
- * least MOSAIC_TRIM_IDLE free inside its arenas below their top (mallinfo2: fordblks -
- * keepcost), whatever freed it: this cycle's sweep, or st_table and array buffers that grew
- * by realloc since. glibc gives back only the free top of the main arena by itself; only
- * malloc_trim returns the whole pages among the chunks below it. Both calls walk the free
- * lists; their time counts as sweep time (GC.stat :mosaic_malloc_trim_time), VM lock held. */
+/* The sweep of a cycle has ended: every dead object of it is freed. Tell the pacer what the
+ * survivors hold (pace.c: old malloc, and the live malloc after a major). After a major, give
+ * malloc's free memory back to the OS when glibc holds at least MOSAIC_TRIM_IDLE free inside
+ * its arenas below their top (mallinfo2: fordblks - keepcost), whatever freed it: this cycle's
+ * sweep, or st_table and array buffers that grew by realloc since. glibc gives back only the
+ * free top of the main arena by itself; only malloc_trim returns the whole pages among the
+ * chunks below it. Both calls walk the free lists; their time counts as sweep time (GC.stat
+ * :mosaic_malloc_trim_time), VM lock held. */
 void
 mosaic_memory_after_sweep(mosaic_objspace_t *objspace)
 {
+    mosaic_pace_after_sweep(objspace);
     if (!objspace->full_mark) return;
-    mosaic_pace_after_major_sweep(objspace);
 #ifdef __GLIBC__
     uint64_t t = objspace->measure_time ? mosaic_now_ns() : 0;
     struct mallinfo2 mi = mallinfo2();

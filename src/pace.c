@@ -53,10 +53,15 @@
  *   malloc_increase counts bytes malloc'd since the last GC minus bytes freed; crossing
  *   malloc_limit triggers a GC. At each GC the limit becomes increase * growth_factor (1.4)
  *   if crossed, else decays by 2%, within [malloc_limit_min, malloc_limit_max].
- *   oldmalloc_increase counts the same since the latest major GC. A minor GC that finds it
- *   above oldmalloc_limit asks for a major (:oldmalloc) and raises the limit by
- *   oldmalloc_limit_growth_factor (1.2), capped by oldmalloc_limit_max; a major GC resets the
- *   increase and, unless it ran because of oldmalloc, lets the limit decay toward its minimum.
+ * Old malloc, by what survivors hold: when a minor GC's sweep ends, the malloc its survivors
+ *   hold (malloc_bytes at the GC's start less what the sweep freed) beyond the live malloc of
+ *   the latest major (oldmalloc_held_bytes) is malloc that only a major GC frees once its owners
+ *   die. Above oldmalloc_limit it asks for a major (:oldmalloc) and raises the limit by
+ *   oldmalloc_limit_growth_factor (1.2), capped by oldmalloc_limit_max; a major GC that did not
+ *   run for oldmalloc lets the limit decay toward its minimum. (The default GC compares
+ *   oldmalloc_increase, all malloc since the latest major net of frees, at the start of a minor:
+ *   that includes the malloc of the young garbage the minor is about to free, up to a whole
+ *   malloc_limit, so its majors come early. oldmalloc_increase is still counted for GC.stat.)
  *   (Mosaic used to set the limit to 1.2x the whole accumulated increase at each major, which
  *   reached the 128 MiB cap within a few cycles and let old garbage hold that much malloc.)
  *
@@ -309,20 +314,34 @@ mosaic_pace_gc_time(mosaic_objspace_t *objspace, uint64_t start_ns, uint64_t end
     }
 }
 
-/* After a major GC's sweep has ended (every dead object freed): what is live is known in
- * bytes, slots and malloc alike. Decides whether the soft limit can be kept. */
+/* A sweep has ended (every object this GC found dead is freed). What malloc held when the GC
+ * started, less what its sweep freed, is what the objects that survived it hold: the mutator
+ * has run between lazy sweep steps, and its newer mallocs are not what this GC found live.
+ * After a major GC that is the live malloc (malloc_live_bytes), and the soft limit is checked.
+ * After a minor GC, the survivors' malloc beyond the latest major's live malloc is what only
+ * a major GC can free once its owners die: old malloc (see the top of this file). */
 void
-mosaic_pace_after_major_sweep(mosaic_objspace_t *objspace)
+mosaic_pace_after_sweep(mosaic_objspace_t *objspace)
 {
-    /* What malloc held when the GC started, less what its sweep freed: the mutator has run
-     * between lazy sweep steps, and its newer mallocs are not what this GC found live. */
-    size_t malloc_now = objspace->malloc_bytes_at_gc > objspace->malloc_freed_by_sweep
+    size_t survivors = objspace->malloc_bytes_at_gc > objspace->malloc_freed_by_sweep
         ? objspace->malloc_bytes_at_gc - objspace->malloc_freed_by_sweep : 0;
-    objspace->malloc_live_bytes = malloc_now;
+    if (!objspace->full_mark) {
+        const struct mosaic_params *params = &objspace->params;
+        size_t grown = survivors > objspace->malloc_live_bytes ? survivors - objspace->malloc_live_bytes : 0;
+        objspace->oldmalloc_held_bytes = grown;
+        if (params->generational && grown > objspace->oldmalloc_limit) {
+            objspace->need_major |= MOSAIC_REASON_MAJOR_OLDMALLOC;
+            size_t next = mosaic_scale(objspace->oldmalloc_limit, params->oldmalloc_limit_growth_factor);
+            objspace->oldmalloc_limit = next > params->oldmalloc_limit_max ? params->oldmalloc_limit_max : next;
+        }
+        return;
+    }
+    objspace->malloc_live_bytes = survivors;
+    objspace->oldmalloc_held_bytes = 0;
     size_t limit = objspace->params.memory_limit;
     if (!limit) return;
 
-    size_t live = mosaic_add_sat(mosaic_add_sat(objspace->live_bytes, malloc_now), objspace->rss_overhead_bytes);
+    size_t live = mosaic_add_sat(mosaic_add_sat(objspace->live_bytes, survivors), objspace->rss_overhead_bytes);
     if (!objspace->limit_set_aside && live > mosaic_scale(limit, 0.95)) {
         limit_set_aside(objspace, "live memory (%zu MiB) does not fit the memory limit (%zu MiB)", live >> 20, limit >> 20);
     }
@@ -346,7 +365,6 @@ mosaic_pace_malloc_limit(mosaic_objspace_t *objspace)
 {
     const struct mosaic_params *params = &objspace->params;
     if (objspace->params.generational) {
-        size_t old_inc = __atomic_load_n(&objspace->oldmalloc_increase, __ATOMIC_RELAXED);
         if (objspace->full_mark) {
             if (!(objspace->stats.latest_reason & MOSAIC_REASON_MAJOR_OLDMALLOC)) {
                 size_t next = (size_t)(objspace->oldmalloc_limit /
@@ -354,11 +372,6 @@ mosaic_pace_malloc_limit(mosaic_objspace_t *objspace)
                 objspace->oldmalloc_limit = next < params->oldmalloc_limit_min ? params->oldmalloc_limit_min : next;
             }
             __atomic_store_n(&objspace->oldmalloc_increase, 0, __ATOMIC_RELAXED);
-        }
-        else if (old_inc > objspace->oldmalloc_limit) {
-            objspace->need_major |= MOSAIC_REASON_MAJOR_OLDMALLOC;
-            size_t next = mosaic_scale(objspace->oldmalloc_limit, params->oldmalloc_limit_growth_factor);
-            objspace->oldmalloc_limit = next > params->oldmalloc_limit_max ? params->oldmalloc_limit_max : next;
         }
     }
 

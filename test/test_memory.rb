@@ -198,4 +198,45 @@ class TestMosaicMemory < Test::Unit::TestCase
     assert_equal 1, err.scan(/\[mosaic\] warning: .*memory limit.*grows past the limit/).size, err
     assert_equal "50000", out.lines[2].chomp
   end
+  # Old malloc is what the survivors of minor GCs hold beyond the latest major's live malloc.
+  # Young malloc'd garbage (1 MiB strings dead at once) never makes a major GC: the default
+  # GC's rule (malloc since the latest major, net of frees, at the start of a minor) counted
+  # the young garbage the minor was about to free, and made a major here.
+  def test_young_malloc_garbage_makes_no_oldmalloc_major
+    omit "Mosaic's old-malloc rule" unless mosaic?
+    omit "the stress gate forces GCs" if ENV["MOSAIC_STRESS_MINOR"]
+    assert_gc_script(<<~'RUBY')
+      keep = Array.new(1000) { "x" * 1000 }
+      GC.start
+      majors = GC.stat(:major_gc_count)
+      count = GC.count
+      1000.times do
+        s = "y" * (1 << 20)
+        s = nil
+        Array.new(100) { |i| [i] }
+      end
+      assert_operator GC.count - count, :>=, 10, "malloc'd garbage must still trigger (minor) GCs"
+      assert_equal 0, GC.stat(:major_gc_count) - majors, "no major GC for young malloc'd garbage"
+      keep.size
+    RUBY
+  end
+
+  # ...while malloc held by objects that survive does make one (:oldmalloc), once it grows past
+  # the old-malloc limit (16 MiB), without waiting for the heap's slots to run out.
+  def test_malloc_held_by_survivors_makes_an_oldmalloc_major
+    omit "Mosaic's old-malloc rule" unless mosaic?
+    omit "the stress gate forces GCs" if ENV["MOSAIC_STRESS_MINOR"]
+    assert_gc_script(<<~'RUBY')
+      GC.start
+      keep = []
+      seen = false
+      80.times do
+        keep << "z" * (1 << 20)
+        Array.new(2000) { |i| [i] }
+        seen ||= GC.latest_gc_info(:major_by) == :oldmalloc
+      end
+      assert seen, "80 MiB held by survivors made no :oldmalloc major GC"
+      keep.size
+    RUBY
+  end
 end
