@@ -87,7 +87,7 @@ env:
 # (bench/run.rb --gcs default,mosaic,$(NAME)). Remove it from $(GC_DIR) when done.
 .PHONY: variant
 variant:
-	@test -n "$(NAME)" || { echo "usage: make variant NAME=name"; exit 2; }
+	@[[ "$(NAME)" =~ ^[A-Za-z0-9_]{1,20}$$ ]] || { echo "usage: make variant NAME=name (letters, digits, _; at most 20: Ruby's limit for a GC name)"; exit 2; }
 	@$(MAKE) --no-print-directory BUILD=build/variant-$(NAME) OPT='$(OPT) -DMOSAIC_GC_NAME=\"$(NAME)\"' lib
 	@mkdir -p $(GC_DIR)
 	@cp build/variant-$(NAME)/librubygc.mosaic.so $(GC_DIR)/.librubygc.$(NAME).so.tmp && mv -f $(GC_DIR)/.librubygc.$(NAME).so.tmp $(GC_DIR)/librubygc.$(NAME).so

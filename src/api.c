@@ -430,8 +430,9 @@ rb_gc_impl_stat_heap(void *objspace_ptr, VALUE heap_name, VALUE hash_or_sym)
     return mosaic_stat_heap(objspace_ptr, heap_name, hash_or_sym);
 }
 
-/* The name Ruby checks against RUBY_GC_LIBRARY. `make variant NAME=x` builds the library under
- * another name (librubygc.x.so), so that two builds of Mosaic run side by side in one Ruby. */
+/* The name GC.config[:implementation] reports (Ruby allows at most 20 characters). `make variant
+ * NAME=x` builds the library as librubygc.x.so reporting "x", so that two builds of Mosaic run
+ * side by side in one Ruby and each run shows which one it was. */
 #ifndef MOSAIC_GC_NAME
 # define MOSAIC_GC_NAME "mosaic"
 #endif

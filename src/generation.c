@@ -130,4 +130,5 @@ mosaic_promote_all(mosaic_objspace_t *objspace)
         memset(page->remembered_bits, 0, sizeof(page->remembered_bits));
     }
     mosaic_generation_count(objspace);
+    mosaic_pace_old_limits(objspace);
 }

@@ -109,6 +109,17 @@ reason_name(unsigned int reason)
     return "newobj";
 }
 
+/* rss_overhead_bytes: RSS beyond the page and malloc bytes Mosaic counts (what the soft limit
+ * adds to them, pace.c). Returns RSS. */
+static size_t
+memory_measure_overhead(mosaic_objspace_t *objspace)
+{
+    size_t rss = rss_bytes();
+    size_t counted = mosaic_pace_counted_bytes(objspace);
+    objspace->rss_overhead_bytes = rss > counted ? rss - counted : 0;
+    return rss;
+}
+
 /* End of a collection (VM lock held): the trace line and the peak snapshot. */
 void
 mosaic_memory_after_gc(mosaic_objspace_t *objspace, unsigned int reason)
@@ -126,37 +137,48 @@ mosaic_memory_after_gc(mosaic_objspace_t *objspace, unsigned int reason)
                 mib(objspace->malloc_limit), mib(objspace->oldmalloc_held_bytes), mib(objspace->oldmalloc_limit),
                 pause_us / 1000, pause_us % 1000);
     }
-    size_t rss = rss_bytes();
-    size_t counted = mosaic_pace_counted_bytes(objspace);
-    objspace->rss_overhead_bytes = rss > counted ? rss - counted : 0;
+    size_t rss = memory_measure_overhead(objspace);
     if (rss > objspace->memory_peak.rss + objspace->memory_peak.rss / 50) {
         mosaic_memory_breakdown(objspace, &objspace->memory_peak, true);
     }
 }
 
-/* The sweep of a cycle has ended: every dead object of it is freed. Tell the pacer what the
- * survivors hold (pace.c: old malloc, and the live malloc after a major). After a major, give
+/* The sweep of a cycle has ended: every dead object of it is freed. After a major, give
  * malloc's free memory back to the OS when glibc holds at least MOSAIC_TRIM_IDLE free inside
- * its arenas below their top (mallinfo2: fordblks - keepcost), whatever freed it: this cycle's
- * sweep, or st_table and array buffers that grew by realloc since. glibc gives back only the
- * free top of the main arena by itself; only malloc_trim returns the whole pages among the
- * chunks below it. Both calls walk the free lists; their time counts as sweep time (GC.stat
- * :mosaic_malloc_trim_time), VM lock held. */
+ * its arenas below their top (mallinfo2: fordblks - keepcost), whatever freed it (this
+ * cycle's sweep, or st_table and array buffers outgrown by realloc since), and either that
+ * figure grew by MOSAIC_TRIM_IDLE since the latest trim or this sweep freed that much. glibc
+ * gives back only the free top of the main arena by itself; only malloc_trim returns the
+ * whole pages among the chunks below it. Both calls walk the free lists; their time counts as
+ * sweep time (GC.stat :mosaic_malloc_trim_time), VM lock held. Then the overhead is measured
+ * and the pacer told what the survivors hold (pace.c: old malloc; after a major, live malloc
+ * and the soft limit's check). */
 void
 mosaic_memory_after_sweep(mosaic_objspace_t *objspace)
 {
-    mosaic_pace_after_sweep(objspace);
-    if (!objspace->full_mark) return;
 #ifdef __GLIBC__
-    uint64_t t = objspace->measure_time ? mosaic_now_ns() : 0;
-    struct mallinfo2 mi = mallinfo2();
-    size_t idle = mi.fordblks > mi.keepcost ? mi.fordblks - mi.keepcost : 0;
-    if (idle >= MOSAIC_TRIM_IDLE || mosaic_pace_near_limit(objspace)) {
-        malloc_trim(0);
-        objspace->stats.malloc_trim_count++;
+    if (objspace->full_mark) {
+        uint64_t t = objspace->measure_time ? mosaic_now_ns() : 0;
+        struct mallinfo2 mi = mallinfo2();
+        size_t idle = mi.fordblks > mi.keepcost ? mi.fordblks - mi.keepcost : 0;
+        /* A trim leaves its madvised chunks in glibc's bins (fordblks does not drop): trim
+         * again when the idle figure grew since the latest trim, or this sweep freed enough
+         * to dirty bins that were trimmed before. */
+        bool grew = idle >= mosaic_add_sat(objspace->idle_at_trim, MOSAIC_TRIM_IDLE);
+        bool freed = objspace->malloc_freed_by_sweep >= MOSAIC_TRIM_IDLE;
+        if (idle < objspace->idle_at_trim) objspace->idle_at_trim = idle;
+        if ((idle >= MOSAIC_TRIM_IDLE && (grew || freed)) || mosaic_pace_near_limit(objspace)) {
+            malloc_trim(0);
+            objspace->idle_at_trim = idle;
+            objspace->stats.malloc_trim_count++;
+        }
+        if (objspace->measure_time) objspace->stats.malloc_trim_time_ns += mosaic_now_ns() - t;
     }
-    if (objspace->measure_time) objspace->stats.malloc_trim_time_ns += mosaic_now_ns() - t;
 #endif
+    /* The rest of RSS, now that this cycle's frees and trim are done (the soft limit's
+     * overhead; measured at the end of the GC too, for a lazy sweep that runs long). */
+    memory_measure_overhead(objspace);
+    mosaic_pace_after_sweep(objspace);
 }
 
 /* MOSAIC_MEMORY_REPORT=1: the breakdown now and at the peak, on stderr. */

@@ -336,6 +336,8 @@ typedef struct mosaic_objspace {
     size_t live_bytes;               /* slot bytes marked by the latest GC */
     size_t malloc_live_bytes;        /* malloc_bytes when the latest major GC's sweep ended */
     size_t oldmalloc_held_bytes;     /* pace.c: survivors' malloc beyond the latest major's live malloc */
+    size_t oldmalloc_trigger_bytes;  /* pace.c: oldmalloc_held_bytes when a minor asked for a major */
+    size_t idle_at_trim;             /* memory.c: glibc's idle bytes after the latest malloc_trim */
     size_t rss_overhead_bytes;       /* RSS beyond pages + malloc_bytes at the latest GC's end */
     size_t malloc_bytes_at_gc;       /* malloc_bytes when the latest GC started */
     size_t malloc_freed_by_sweep;    /* malloc_bytes the current cycle's sweep freed (sweep.c) */
@@ -486,6 +488,7 @@ void mosaic_gc_exit(mosaic_objspace_t *objspace, unsigned int *lock_lev);
 void mosaic_pace_init(mosaic_objspace_t *objspace);
 void mosaic_pace_after_mark(mosaic_objspace_t *objspace);
 void mosaic_pace_after_sweep(mosaic_objspace_t *objspace);
+void mosaic_pace_old_limits(mosaic_objspace_t *objspace);
 void mosaic_pace_gc_time(mosaic_objspace_t *objspace, uint64_t start_ns, uint64_t end_ns);
 void mosaic_pace_malloc_limit(mosaic_objspace_t *objspace);
 size_t mosaic_pace_counted_bytes(mosaic_objspace_t *objspace);

@@ -54,11 +54,16 @@
  *   malloc_limit triggers a GC. At each GC the limit becomes increase * growth_factor (1.4)
  *   if crossed, else decays by 2%, within [malloc_limit_min, malloc_limit_max].
  * Old malloc, by what survivors hold: when a minor GC's sweep ends, the malloc its survivors
- *   hold (malloc_bytes at the GC's start less what the sweep freed) beyond the live malloc of
- *   the latest major (oldmalloc_held_bytes) is malloc that only a major GC frees once its owners
- *   die. Above oldmalloc_limit it asks for a major (:oldmalloc) and raises the limit by
- *   oldmalloc_limit_growth_factor (1.2), capped by oldmalloc_limit_max; a major GC that did not
- *   run for oldmalloc lets the limit decay toward its minimum. (The default GC compares
+ *   hold (malloc_bytes at the GC's start less what the sweep freed) beyond a baseline
+ *   (oldmalloc_held_bytes) is malloc that only a major GC frees once its owners die. The
+ *   baseline is the live malloc of the latest major, lowered to the survivors' figure whenever
+ *   that is lower (memory freed since the major must not become room for old garbage). Above
+ *   oldmalloc_limit it asks for a major (:oldmalloc). That major raises the limit by
+ *   oldmalloc_limit_growth_factor (1.2), capped by oldmalloc_limit_max, only if it found more
+ *   than half of the old malloc that triggered it live (the default GC raises it at every
+ *   oldmalloc major, so a program whose only majors are for old malloc ratchets the limit to
+ *   its maximum while every major frees most of it); a major GC that did not run for oldmalloc
+ *   lets the limit decay toward its minimum. (The default GC compares
  *   oldmalloc_increase, all malloc since the latest major net of frees, at the start of a minor:
  *   that includes the malloc of the young garbage the minor is about to free, up to a whole
  *   malloc_limit, so its majors come early. oldmalloc_increase is still counted for GC.stat.)
@@ -146,18 +151,25 @@ mosaic_pace_grown_enough(mosaic_objspace_t *objspace)
     return objspace->grown_since_gc >= step;
 }
 
+/* The old-object limits, from the old objects counted now: after a major GC, and after
+ * Process.warmup has made every survivor old (else the first GC after it, in each forked
+ * child, would be a major for :oldgen). */
+void
+mosaic_pace_old_limits(mosaic_objspace_t *objspace)
+{
+    const struct mosaic_params *params = &objspace->params;
+    objspace->old_objects_limit = mosaic_scale(objspace->old_objects, params->oldobject_limit_factor);
+    size_t by_count = mosaic_scale(objspace->old_wb_unprotected_objects, params->oldobject_limit_factor);
+    size_t by_ratio = mosaic_scale(objspace->old_objects, params->wb_unprotected_limit_ratio);
+    objspace->old_wb_unprotected_limit = by_count > by_ratio ? by_count : by_ratio;
+}
+
 static void
 pace_generations(mosaic_objspace_t *objspace)
 {
-    const struct mosaic_params *params = &objspace->params;
     if (!objspace->params.generational) return;
 
-    if (objspace->full_mark) {
-        objspace->old_objects_limit = mosaic_scale(objspace->old_objects, params->oldobject_limit_factor);
-        size_t by_count = mosaic_scale(objspace->old_wb_unprotected_objects, params->oldobject_limit_factor);
-        size_t by_ratio = mosaic_scale(objspace->old_objects, params->wb_unprotected_limit_ratio);
-        objspace->old_wb_unprotected_limit = by_count > by_ratio ? by_count : by_ratio;
-    }
+    if (objspace->full_mark) mosaic_pace_old_limits(objspace);
     /* Checked after every GC, majors included: a factor below 1 makes every GC a major GC. */
     if (objspace->old_objects > objspace->old_objects_limit) {
         objspace->need_major |= MOSAIC_REASON_MAJOR_OLDGEN;
@@ -327,15 +339,29 @@ mosaic_pace_after_sweep(mosaic_objspace_t *objspace)
         ? objspace->malloc_bytes_at_gc - objspace->malloc_freed_by_sweep : 0;
     if (!objspace->full_mark) {
         const struct mosaic_params *params = &objspace->params;
-        size_t grown = survivors > objspace->malloc_live_bytes ? survivors - objspace->malloc_live_bytes : 0;
+        /* Malloc freed since the major (a buffer cleared, young owners that died) is no
+         * credit for old garbage: the baseline follows the survivors down, never up. */
+        if (survivors < objspace->malloc_live_bytes) objspace->malloc_live_bytes = survivors;
+        size_t grown = survivors - objspace->malloc_live_bytes;
         objspace->oldmalloc_held_bytes = grown;
         if (params->generational && grown > objspace->oldmalloc_limit) {
             objspace->need_major |= MOSAIC_REASON_MAJOR_OLDMALLOC;
-            size_t next = mosaic_scale(objspace->oldmalloc_limit, params->oldmalloc_limit_growth_factor);
-            objspace->oldmalloc_limit = next > params->oldmalloc_limit_max ? params->oldmalloc_limit_max : next;
+            objspace->oldmalloc_trigger_bytes = grown;
         }
         return;
     }
+    /* A major GC run for old malloc raises the limit only when it found most of that malloc
+     * live (the live data grew: majors at the old limit would find little to free); when it
+     * freed most of it, the limit was right. */
+    if ((objspace->stats.latest_reason & MOSAIC_REASON_MAJOR_OLDMALLOC) && objspace->oldmalloc_trigger_bytes) {
+        const struct mosaic_params *params = &objspace->params;
+        size_t live_growth = survivors > objspace->malloc_live_bytes ? survivors - objspace->malloc_live_bytes : 0;
+        if (live_growth > objspace->oldmalloc_trigger_bytes / 2) {
+            size_t next = mosaic_scale(objspace->oldmalloc_limit, params->oldmalloc_limit_growth_factor);
+            objspace->oldmalloc_limit = next > params->oldmalloc_limit_max ? params->oldmalloc_limit_max : next;
+        }
+    }
+    objspace->oldmalloc_trigger_bytes = 0;
     objspace->malloc_live_bytes = survivors;
     objspace->oldmalloc_held_bytes = 0;
     size_t limit = objspace->params.memory_limit;

@@ -119,4 +119,21 @@ class TestMosaicGenerations < Test::Unit::TestCase
       assert_operator GC.stat(:heap_live_slots) - live0, :<, 20_000
     RUBY
   end
+
+  # Process.warmup makes every survivor old; the old-object limit must follow, or the first GC
+  # after it (in each forked child of a preforking server) is a major for :oldgen.
+  def test_warmup_does_not_make_the_next_gc_major
+    omit "Mosaic's generations" unless mosaic?
+    assert_gc_script(<<~'RUBY')
+      GC.disable
+      keep = Array.new(100_000) { |i| [i] }  # young when warmup starts: made old by it
+      GC.enable
+      Process.warmup
+      assert_operator GC.stat(:old_objects), :<=, GC.stat(:old_objects_limit)
+      majors = GC.stat(:major_gc_count)
+      600_000.times { |i| [i] }  # young garbage: minor GCs
+      assert_equal majors, GC.stat(:major_gc_count), GC.latest_gc_info.inspect
+      keep.size
+    RUBY
+  end
 end
