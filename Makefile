@@ -71,6 +71,7 @@ toolchain-ready:
 lib: $(LIB)
 
 install: $(LIB)
+	@if [ "$(VARIANT)" = histogram ]; then echo "make install: the histogram variant installs only with make install-histogram" >&2; exit 1; fi
 	@mkdir -p $(GC_DIR)
 	@# Copy then rename: processes that have the old library mapped keep their inode.
 	@cp $(LIB) $(GC_DIR)/.librubygc.mosaic.so.tmp && mv -f $(GC_DIR)/.librubygc.mosaic.so.tmp $(GC_DIR)/librubygc.mosaic.so
@@ -88,7 +89,7 @@ install-check:
 # (RUBY_GC_LIBRARY=mosaic_hist; GC.config[:implementation] still says "mosaic"). It writes
 # JSON histograms at exit to $$MOSAIC_SIZE_HISTOGRAM_OUT; bench/size_histogram.rb uses it.
 install-histogram:
-	@$(MAKE) --no-print-directory HISTOGRAM=1 lib
+	@$(MAKE) --no-print-directory HISTOGRAM=1 CHECK=0 ASAN=0 lib
 	@mkdir -p $(GC_DIR)
 	@cp build/histogram/librubygc.mosaic.so $(GC_DIR)/.librubygc.mosaic_hist.so.tmp && mv -f $(GC_DIR)/.librubygc.mosaic_hist.so.tmp $(GC_DIR)/librubygc.mosaic_hist.so
 	@echo "installed $(GC_DIR)/librubygc.mosaic_hist.so (histogram)"
