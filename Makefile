@@ -6,6 +6,8 @@
 #   make install      install into the toolchain's modular GC dir, or GC_DIR=/path of your Ruby
 #   make CHECK=1      the checking variant: assertions, heap verification after every GC
 #   make ASAN=1       the checking variant plus -fsanitize=address,undefined (see docs/BUILDING.md)
+#   make HISTOGRAM=1 lib   the size-histogram variant (src/size_histogram.c) in build/histogram/;
+#                     make install-histogram installs it as librubygc.mosaic_hist.so only
 #   make env          print MOSAIC_RUBY=..., MOSAIC_RUBY_SRC=..., MOSAIC_GC_DIR=...
 
 SHELL := /bin/bash
@@ -33,6 +35,9 @@ endif
 ifeq ($(CHECK),1)
   VARIANT := check
   OPT := -O1 -g3 -DMOSAIC_CHECK=1 $(SAN)
+else ifeq ($(HISTOGRAM),1)
+  VARIANT := histogram
+  OPT := -O3 -g -DMOSAIC_CHECK=0 -DMOSAIC_SIZE_HISTOGRAM=1
 else
   VARIANT := release
   OPT := -O3 -g -DMOSAIC_CHECK=0
@@ -43,7 +48,7 @@ SRCS := $(wildcard src/*.c)
 OBJS := $(patsubst src/%.c,$(BUILD)/%.o,$(SRCS))
 LIB := $(BUILD)/librubygc.mosaic.so
 
-.PHONY: all toolchain lib install install-check env test test-unit test-gates test-all-full demo bench clean
+.PHONY: all toolchain lib install install-check install-histogram env test test-unit test-gates test-all-full demo bench clean
 
 all: install
 
@@ -66,6 +71,7 @@ toolchain-ready:
 lib: $(LIB)
 
 install: $(LIB)
+	@if [ "$(VARIANT)" = histogram ]; then echo "make install: the histogram variant installs only with make install-histogram" >&2; exit 1; fi
 	@mkdir -p $(GC_DIR)
 	@# Copy then rename: processes that have the old library mapped keep their inode.
 	@cp $(LIB) $(GC_DIR)/.librubygc.mosaic.so.tmp && mv -f $(GC_DIR)/.librubygc.mosaic.so.tmp $(GC_DIR)/librubygc.mosaic.so
@@ -78,6 +84,15 @@ install-check:
 	@mkdir -p $(GC_DIR)
 	@cp build/check/librubygc.mosaic.so $(GC_DIR)/.librubygc.mosaic_check.so.tmp && mv -f $(GC_DIR)/.librubygc.mosaic_check.so.tmp $(GC_DIR)/librubygc.mosaic_check.so
 	@echo "installed $(GC_DIR)/librubygc.mosaic_check.so (check)"
+
+# The size-histogram build (issue 9) installed as librubygc.mosaic_hist.so only
+# (RUBY_GC_LIBRARY=mosaic_hist; GC.config[:implementation] still says "mosaic"). It writes
+# JSON histograms at exit to $$MOSAIC_SIZE_HISTOGRAM_OUT; bench/size_histogram.rb uses it.
+install-histogram:
+	@$(MAKE) --no-print-directory HISTOGRAM=1 CHECK=0 ASAN=0 lib
+	@mkdir -p $(GC_DIR)
+	@cp build/histogram/librubygc.mosaic.so $(GC_DIR)/.librubygc.mosaic_hist.so.tmp && mv -f $(GC_DIR)/.librubygc.mosaic_hist.so.tmp $(GC_DIR)/librubygc.mosaic_hist.so
+	@echo "installed $(GC_DIR)/librubygc.mosaic_hist.so (histogram)"
 
 env:
 	@$(TOOLCHAIN) env

@@ -223,6 +223,9 @@ mosaic_new_obj(mosaic_objspace_t *objspace, struct mosaic_cache *cache, VALUE kl
                VALUE v1, VALUE v2, VALUE v3, bool wb_protected, size_t alloc_size)
 {
     size_t heap_index = mosaic_heap_index_for_size(alloc_size);
+#if MOSAIC_SIZE_HISTOGRAM
+    mosaic_size_histogram_alloc(flags, alloc_size);
+#endif
 
     if (RB_UNLIKELY(objspace->during_gc || objspace->gc_stress || objspace->malloc_gc_pending)) {
         new_obj_slow_checks(objspace);

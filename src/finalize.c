@@ -221,6 +221,9 @@ rb_gc_impl_shutdown_call_finalizer(void *objspace_ptr)
     if (RUBY_ATOMIC_EXCHANGE(objspace->finalizing, 1)) {
         /* A finalizer is running (we are exiting from inside one): stop collecting. */
         objspace->dont_gc = true;
+#if MOSAIC_SIZE_HISTOGRAM
+        mosaic_size_histogram_write();
+#endif
         return;
     }
 
@@ -236,6 +239,11 @@ rb_gc_impl_shutdown_call_finalizer(void *objspace_ptr)
      * frees below can leave the object graph inconsistent. */
     mosaic_gc_rest(objspace);
     objspace->dont_gc = true;
+#if MOSAIC_SIZE_HISTOGRAM
+    /* The histograms (size_histogram.c), now that the last sweep has run: the objects freed
+     * below are freed by shutdown, not by a sweep, and are not counted as deaths. */
+    mosaic_size_histogram_write();
+#endif
 
     unsigned int lev;
     mosaic_gc_enter(objspace, &lev, false);

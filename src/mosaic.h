@@ -49,6 +49,12 @@
 # define MOSAIC_ASSERT(expr) ((void)0)
 #endif
 
+/* The size-histogram variant (make HISTOGRAM=1): records requested and optimal sizes
+ * (size_histogram.c). 0 in every other build, where its hooks compile to nothing. */
+#ifndef MOSAIC_SIZE_HISTOGRAM
+# define MOSAIC_SIZE_HISTOGRAM 0
+#endif
+
 /* -------------------------------------------------------------- constants */
 
 #define MOSAIC_PAGE_SIZE        (64 * 1024)
@@ -502,6 +508,13 @@ void mosaic_memory_breakdown(mosaic_objspace_t *objspace, struct mosaic_memory *
 void mosaic_memory_after_gc(mosaic_objspace_t *objspace, unsigned int reason);
 void mosaic_memory_after_sweep(mosaic_objspace_t *objspace);
 void mosaic_memory_report(mosaic_objspace_t *objspace, const char *when);
+
+#if MOSAIC_SIZE_HISTOGRAM
+/* size_histogram.c: requested sizes at allocation, optimal sizes at death, JSON at exit */
+void mosaic_size_histogram_alloc(VALUE flags, size_t alloc_size);
+void mosaic_size_histogram_death(VALUE obj);
+void mosaic_size_histogram_write(void);
+#endif
 
 /* malloc.c: accounting of malloc'd bytes */
 void mosaic_malloc_increase(mosaic_objspace_t *objspace, size_t size, bool may_collect);

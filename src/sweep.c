@@ -28,6 +28,9 @@ static inline bool
 free_one(mosaic_objspace_t *objspace, VALUE obj, bool hook)
 {
     if (hook) rb_gc_event_hook(obj, RUBY_INTERNAL_EVENT_FREEOBJ);
+#if MOSAIC_SIZE_HISTOGRAM
+    mosaic_size_histogram_death(obj);  /* before the free: the object is still whole */
+#endif
 
     bool has_object_id = RB_FL_TEST_RAW(obj, RUBY_FL_SEEN_OBJ_ID);
     rb_gc_obj_free_vm_weak_references(obj);
