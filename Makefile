@@ -109,7 +109,7 @@ variant:
 	@echo "installed $(GC_DIR)/librubygc.$(NAME).so"
 
 # The README's test command (its stress and differential gates use the checking build too).
-test: install install-check
+test: install install-check install-histogram
 	@scripts/test.sh
 
 demo: install
