@@ -7,7 +7,8 @@
  * done at VM shutdown.
  *
  * Invariants:
- *  - The finalizer table's keys are weak, its values strong (marked as roots, pinned).
+ *  - The finalizer table's keys are weak, its values strong (marked as roots, pinned). A key
+ *    that compaction moves is re-keyed as it moves (mosaic_finalize_move); zombies never move.
  *  - A zombie keeps its slot (counted in page/heap final_slots) until finalize_list has run
  *    its dfree and its finalizers exactly once; then the slot becomes T_NONE and counts as
  *    freed. The zombie list is pushed with CAS (sweep) and taken whole with an exchange.
@@ -42,6 +43,18 @@ mosaic_finalize_mark_roots(mosaic_objspace_t *objspace)
     if (objspace->finalizer_table) {
         st_foreach(objspace->finalizer_table, mark_finalizer_table_value, (st_data_t)objspace);
     }
+}
+
+/* Compaction moved `src` (FL_FINALIZE set) to `dest`: its finalizers follow it. Inside the GC;
+ * st_insert may malloc (never a Ruby object). */
+void
+mosaic_finalize_move(mosaic_objspace_t *objspace, VALUE src, VALUE dest)
+{
+    st_data_t key = (st_data_t)src, table;
+    if (!st_delete(objspace->finalizer_table, &key, &table)) {
+        rb_bug("Mosaic: moving %p, which has FL_FINALIZE but no finalizer", (void *)src);
+    }
+    st_insert(objspace->finalizer_table, (st_data_t)dest, table);
 }
 
 /* ============================================================ zombies */

@@ -260,6 +260,8 @@ struct mosaic_stats {
     size_t minor_gc_count;
     size_t major_gc_count;
     unsigned int latest_reason;
+    size_t compact_count;            /* compact.c: compactions run */
+    size_t total_moved_objects;      /* compact.c: objects ever moved */
 
     bool profiler_enabled;
     struct mosaic_profile_record *records;
@@ -307,6 +309,16 @@ typedef struct mosaic_objspace {
     size_t old_wb_unprotected_objects;
     size_t old_wb_unprotected_limit;
     size_t last_major_count;         /* stats.count at the latest major GC */
+
+    /* Compaction (compact.c). */
+    bool compact_next;               /* the next collection is a GC.compact (full mark, then move) */
+    bool auto_compact;               /* GC.auto_compact: every major GC compacts */
+    bool compact_toward_empty;       /* verify_compaction_references(toward: :empty): move dense pages into empty ones */
+    bool compact_expand;             /* verify_compaction_references(expand_heap/double_heap): add empty pages first */
+    bool compacting;                 /* objects are moving; T_MOVED slots exist */
+    bool updating_references;        /* rb_gc_impl_mark_and_move updates instead of marking */
+    size_t compact_considered[RUBY_T_MASK + 1];  /* latest compaction, per type */
+    size_t compact_moved[RUBY_T_MASK + 1];
 
     /* Finalization. */
     st_table *finalizer_table;       /* obj -> hidden Array of finalizer procs */
@@ -457,6 +469,7 @@ VALUE mosaic_new_obj(mosaic_objspace_t *objspace, struct mosaic_cache *cache, VA
 /* mark.c: marking and weak references */
 void mosaic_mark(mosaic_objspace_t *objspace, VALUE obj, bool pin);
 void mosaic_mark_maybe(mosaic_objspace_t *objspace, VALUE obj);
+void mosaic_mark_and_move(mosaic_objspace_t *objspace, VALUE *ptr);
 void mosaic_mark_weak(mosaic_objspace_t *objspace, VALUE *ptr);
 void mosaic_remove_weak(mosaic_objspace_t *objspace, VALUE *ptr);
 void mosaic_mark_phase(mosaic_objspace_t *objspace, bool full);
@@ -509,6 +522,13 @@ void mosaic_finalize_init(mosaic_objspace_t *objspace);
 void mosaic_zombie_push(mosaic_objspace_t *objspace, VALUE obj, void (*dfree)(void *), void *data);
 void mosaic_finalize_deferred(mosaic_objspace_t *objspace);
 void mosaic_finalize_mark_roots(mosaic_objspace_t *objspace);
+void mosaic_finalize_move(mosaic_objspace_t *objspace, VALUE src, VALUE dest);
+
+/* compact.c: moving objects, forwarding, reference updating */
+void mosaic_compact(mosaic_objspace_t *objspace);
+VALUE mosaic_location(mosaic_objspace_t *objspace, VALUE obj);
+bool mosaic_moved_p(VALUE obj);
+void mosaic_define_compact(void);
 
 /* objid.c: object ids */
 void mosaic_objid_init(mosaic_objspace_t *objspace);
@@ -517,6 +537,7 @@ void mosaic_objid_mark_roots(mosaic_objspace_t *objspace);
 VALUE mosaic_object_id(mosaic_objspace_t *objspace, VALUE obj);
 VALUE mosaic_object_id_to_ref(mosaic_objspace_t *objspace, VALUE id);
 VALUE mosaic_objid_for_finalizer(mosaic_objspace_t *objspace, VALUE obj);
+void mosaic_objid_move(mosaic_objspace_t *objspace, VALUE src, VALUE dest);
 
 /* generation.c: ages, old objects, the remembered set, write barriers */
 void mosaic_remember(mosaic_objspace_t *objspace, VALUE obj);
