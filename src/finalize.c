@@ -167,8 +167,8 @@ rb_gc_impl_define_finalizer(void *objspace_ptr, VALUE obj, VALUE block)
     mosaic_objspace_t *objspace = objspace_ptr;
     st_data_t data;
 
-    RBASIC(obj)->flags |= RUBY_FL_FINALIZE;
-
+    /* FL_FINALIZE is set only once the table has the entry: a collection in between (the
+     * Array's allocation, st's malloc) may move obj, and compaction re-keys by that flag. */
     if (st_lookup(objspace->finalizer_table, obj, &data)) {
         VALUE table = (VALUE)data;
         long len = RARRAY_LEN(table);
@@ -181,8 +181,12 @@ rb_gc_impl_define_finalizer(void *objspace_ptr, VALUE obj, VALUE block)
     else {
         VALUE table = rb_ary_new3(1, block);
         rb_obj_hide(table);
+        bool held = mosaic_gc_hold(objspace);
         st_add_direct(objspace->finalizer_table, obj, table);
+        mosaic_gc_release(objspace, held);
+        RB_GC_GUARD(table);
     }
+    RBASIC(obj)->flags |= RUBY_FL_FINALIZE;
     return block;
 }
 
@@ -203,8 +207,10 @@ rb_gc_impl_copy_finalizer(void *objspace_ptr, VALUE dest, VALUE obj)
 
     if (!RB_FL_TEST(obj, RUBY_FL_FINALIZE)) return;
     if (st_lookup(objspace->finalizer_table, obj, &data)) {
+        bool held = mosaic_gc_hold(objspace);
         st_insert(objspace->finalizer_table, dest, data);
         RB_FL_SET(dest, RUBY_FL_FINALIZE);
+        mosaic_gc_release(objspace, held);
     }
     else {
         rb_bug("Mosaic: FL_FINALIZE is set but %p has no finalizer", (void *)obj);

@@ -444,6 +444,24 @@ mosaic_now_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+/* Holds collections off around an update of an address-keyed st table (object ids,
+ * finalizers) outside the GC: st_insert may malloc, malloc may collect, and a collection
+ * deletes dead keys from (sweep) and re-keys moved objects in (compaction) the very same
+ * tables; st is not reentrant. Returns the state to give back to mosaic_gc_release. */
+static inline bool
+mosaic_gc_hold(mosaic_objspace_t *objspace)
+{
+    bool prev = objspace->dont_gc;
+    objspace->dont_gc = true;
+    return prev;
+}
+
+static inline void
+mosaic_gc_release(mosaic_objspace_t *objspace, bool prev)
+{
+    objspace->dont_gc = prev;
+}
+
 /* ------------------------------------------------------ module interfaces */
 
 /* heap.c: size classes, pages, page lookup */

@@ -11,6 +11,8 @@
  *    and pinned: a Bignum id is a key of id_to_obj, and compaction only re-keys the object side.
  *  - Both tables follow an object that compaction moves (mosaic_objid_move, compact.c), at
  *    the moment it moves: no entry ever names a T_MOVED slot.
+ *  - Outside the GC the tables are updated with collections held off (mosaic_gc_hold): a
+ *    collection inside st_insert's malloc would edit the same table (sweep, compaction).
  */
 #include "mosaic.h"
 
@@ -102,9 +104,11 @@ mosaic_object_id(mosaic_objspace_t *objspace, VALUE obj)
     else {
         id = ULL2NUM(objspace->next_object_id);
         objspace->next_object_id += OBJ_ID_INCREMENT;
+        bool held = mosaic_gc_hold(objspace);
         st_insert(objspace->obj_to_id, (st_data_t)obj, (st_data_t)id);
         st_insert(objspace->id_to_obj, (st_data_t)id, (st_data_t)obj);
         RB_FL_SET_RAW(obj, RUBY_FL_SEEN_OBJ_ID);
+        mosaic_gc_release(objspace, held);
     }
     rb_gc_vm_unlock(lev);
     return id;
