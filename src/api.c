@@ -172,7 +172,9 @@ rb_gc_impl_prepare_heap(void *objspace_ptr)
      * every GC), and released pages are credited to them (heap.c). */
     size_t own[MOSAIC_HEAP_COUNT], shared = objspace->allocatable_bytes;
     for (int i = 0; i < MOSAIC_HEAP_COUNT; i++) own[i] = objspace->heaps[i].allocatable_slots;
-    rb_gc_impl_start(objspace, true, true, true, false);
+    /* Compacting too (as the default GC's warmup does): the forked children share fewer,
+     * fuller pages. */
+    rb_gc_impl_start(objspace, true, true, true, true);
     for (int i = 0; i < MOSAIC_HEAP_COUNT; i++) {
         if (objspace->heaps[i].allocatable_slots < own[i]) objspace->heaps[i].allocatable_slots = own[i];
     }
