@@ -118,8 +118,11 @@ mosaic_collect(mosaic_objspace_t *objspace, unsigned int reason)
     /* A heap walk (each_objects) must never see unswept garbage: sweep now. */
     if (objspace->heap_walk_depth > 0) reason |= MOSAIC_REASON_IMMEDIATE_SWEEP;
 
-    /* Compaction needs the pins of a full mark and a swept heap (compact.c). */
-    bool compact = full && (objspace->compact_next || objspace->auto_compact) && objspace->heap_walk_depth == 0;
+    /* Compaction needs the pins of a full mark and a swept heap (compact.c). GC.auto_compact
+     * does not compact a collection run from inside malloc: its caller may be resizing an st
+     * table keyed by address (CRuby's generic ivar table) that moving would edit. */
+    bool compact = full && objspace->heap_walk_depth == 0 &&
+        (objspace->compact_next || (objspace->auto_compact && !(reason & MOSAIC_REASON_INSIDE_MALLOC)));
     if (compact) reason |= MOSAIC_REASON_IMMEDIATE_SWEEP;
 
     if (full) {

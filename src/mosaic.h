@@ -82,6 +82,9 @@ enum mosaic_reason {
     MOSAIC_REASON_MAJOR_OLDGEN    = 1 << 11,
     MOSAIC_REASON_MAJOR_SHADY     = 1 << 12,
     MOSAIC_REASON_MAJOR_OLDMALLOC = 1 << 13,
+    /* The collection runs inside rb_gc_impl_malloc & co (malloc.c): the caller may be in the
+     * middle of editing an st table (its resize is that malloc), so nothing may move. */
+    MOSAIC_REASON_INSIDE_MALLOC   = 1 << 14,
 };
 #define MOSAIC_REASON_MAJOR_MASK (MOSAIC_REASON_MAJOR_NOFREE | MOSAIC_REASON_MAJOR_FORCE | \
                                   MOSAIC_REASON_MAJOR_OLDGEN | MOSAIC_REASON_MAJOR_SHADY | \
