@@ -196,4 +196,50 @@ class TestMosaicCompact < Test::Unit::TestCase
       GC.verify_compaction_references
     RUBY
   end
+
+  # A heap walk holds a page snapshot and object addresses: GC.compact inside one is a plain
+  # major GC (Mosaic), and the walk goes on over intact objects.
+  def test_compact_inside_a_heap_walk
+    assert_gc_script(PRELUDE + <<~'RUBY')
+      strs = Array.new(5000) { |i| "walk #{i}" }
+      count = GC.stat(:compact_count)
+      seen = 0
+      ObjectSpace.each_object(String) do |s|
+        GC.compact if seen == 0
+        seen += 1
+      end
+      assert_operator seen, :>=, 5000 if MOSAIC_GC   # the default GC moves objects under the walk
+      assert_equal count, GC.stat(:compact_count) if MOSAIC_GC
+      strs.each_with_index { |s, i| assert_equal "walk #{i}", s }
+      GC.compact
+      assert_equal count + 1, GC.stat(:compact_count) if MOSAIC_GC
+      GC.verify_internal_consistency
+    RUBY
+  end
+
+  # Other Ractors allocate while the main Ractor compacts: they are stopped during the moves,
+  # their stacks pin what they hold, and their data comes through intact.
+  def test_compact_while_ractors_allocate
+    assert_gc_script(PRELUDE + <<~'RUBY', timeout: 300)
+      Warning[:experimental] = false
+      rs = 3.times.map do |k|
+        Ractor.new(k) do |k|
+          keep = []
+          100.times do |r|
+            a = Array.new(1000) { |i| "r#{k}-#{r}-#{i}" }
+            keep << a.values_at(0, 500, 999)
+            h = {}
+            200.times { |i| h[Object.new] = i }
+            raise "hash lost a key" unless h.keys.each_with_index.all? { |o, i| h[o] == i }
+          end
+          keep.each_with_index.all? { |(a, b, c), r| a == "r#{k}-#{r}-0" && b == "r#{k}-#{r}-500" && c == "r#{k}-#{r}-999" }
+        end
+      end
+      objs = Array.new(20_000) { |i| [i, "m#{i}"] }
+      10.times { GC.compact }
+      assert_equal [true, true, true], rs.map(&:take)
+      objs.each_with_index { |(i, s), j| assert_equal [j, "m#{j}"], [i, s] }
+      GC.verify_internal_consistency
+    RUBY
+  end
 end
