@@ -103,12 +103,7 @@ rb_gc_impl_init(void)
     mosaic_define_verify();
     mosaic_define_profiler();
 
-    /* Compaction does not exist yet: say so instead of pretending. */
-    rb_define_singleton_method(rb_mGC, "compact", rb_f_notimplement, 0);
-    rb_define_singleton_method(rb_mGC, "auto_compact", rb_f_notimplement, 0);
-    rb_define_singleton_method(rb_mGC, "auto_compact=", rb_f_notimplement, 1);
-    rb_define_singleton_method(rb_mGC, "latest_compact_info", rb_f_notimplement, 0);
-    rb_define_singleton_method(rb_mGC, "verify_compaction_references", rb_f_notimplement, -1);
+    mosaic_define_compact();
 }
 
 size_t *
@@ -144,7 +139,9 @@ rb_gc_impl_start(void *objspace_ptr, bool full_mark, bool immediate_mark, bool i
     unsigned int reason = MOSAIC_REASON_METHOD;
     if (full_mark || compact) reason |= MOSAIC_REASON_FULL_MARK | MOSAIC_REASON_MAJOR_FORCE;
     if (immediate_sweep || compact) reason |= MOSAIC_REASON_IMMEDIATE_SWEEP;
+    objspace->compact_next = compact;
     mosaic_collect(objspace, reason);
+    objspace->compact_next = false;
     mosaic_finalize_deferred(objspace);
 }
 
@@ -175,7 +172,9 @@ rb_gc_impl_prepare_heap(void *objspace_ptr)
      * every GC), and released pages are credited to them (heap.c). */
     size_t own[MOSAIC_HEAP_COUNT], shared = objspace->allocatable_bytes;
     for (int i = 0; i < MOSAIC_HEAP_COUNT; i++) own[i] = objspace->heaps[i].allocatable_slots;
-    rb_gc_impl_start(objspace, true, true, true, false);
+    /* Compacting too (as the default GC's warmup does): the forked children share fewer,
+     * fuller pages. */
+    rb_gc_impl_start(objspace, true, true, true, true);
     for (int i = 0; i < MOSAIC_HEAP_COUNT; i++) {
         if (objspace->heaps[i].allocatable_slots < own[i]) objspace->heaps[i].allocatable_slots = own[i];
     }
@@ -278,7 +277,7 @@ rb_gc_impl_mark(void *objspace_ptr, VALUE obj)
 void
 rb_gc_impl_mark_and_move(void *objspace_ptr, VALUE *ptr)
 {
-    mosaic_mark(objspace_ptr, *ptr, false);
+    mosaic_mark_and_move(objspace_ptr, ptr);
 }
 
 void
@@ -310,13 +309,13 @@ rb_gc_impl_remove_weak(void *objspace_ptr, VALUE parent_obj, VALUE *ptr)
 bool
 rb_gc_impl_object_moved_p(void *objspace_ptr, VALUE obj)
 {
-    return false;  /* nothing moves yet */
+    return mosaic_moved_p(obj);
 }
 
 VALUE
 rb_gc_impl_location(void *objspace_ptr, VALUE value)
 {
-    return value;
+    return mosaic_location(objspace_ptr, value);
 }
 
 /* ====================================================== write barriers */

@@ -9,8 +9,10 @@
  *      in a minor GC from the remembered set (mark.c); clear dead weak references; GC_END_MARK.
  *   5. pace: decide the growth budgets from what survived (pace.c).
  *   6. prepare the sweep: every page before_sweep. Sweep now if immediate (asked for, stress,
- *      or a heap walk is running), else lazily as allocation needs pages; GC_END_SWEEP when
- *      the last page is swept.
+ *      compaction, or a heap walk is running), else lazily as allocation needs pages;
+ *      GC_END_SWEEP when the last page is swept.
+ *   6b. compact (compact.c), only after a full mark and a complete sweep: GC.compact,
+ *      verify_compaction_references, or any major GC while GC.auto_compact is on.
  *   7. leave: trace line and peak snapshot (memory.c), GC_EXIT event, clear during_gc,
  *      release the lock; schedule finalizers.
  * Pages that sat in the empty-page pool through the whole previous cycle are released at
@@ -116,6 +118,13 @@ mosaic_collect(mosaic_objspace_t *objspace, unsigned int reason)
     /* A heap walk (each_objects) must never see unswept garbage: sweep now. */
     if (objspace->heap_walk_depth > 0) reason |= MOSAIC_REASON_IMMEDIATE_SWEEP;
 
+    /* Compaction needs the pins of a full mark and a swept heap (compact.c). GC.auto_compact
+     * does not compact a collection run from inside malloc: its caller may be resizing an st
+     * table keyed by address (CRuby's generic ivar table) that moving would edit. */
+    bool compact = full && objspace->heap_walk_depth == 0 &&
+        (objspace->compact_next || (objspace->auto_compact && !(reason & MOSAIC_REASON_INSIDE_MALLOC)));
+    if (compact) reason |= MOSAIC_REASON_IMMEDIATE_SWEEP;
+
     if (full) {
         reason |= MOSAIC_REASON_FULL_MARK;
         if (!(reason & MOSAIC_REASON_MAJOR_MASK)) {
@@ -169,6 +178,7 @@ mosaic_collect(mosaic_objspace_t *objspace, unsigned int reason)
         mosaic_sweep_rest(objspace);
         if (measure) objspace->stats.sweeping_time_ns += mosaic_now_ns() - t;
     }
+    if (compact) mosaic_compact(objspace);
 
     uint64_t end_ns = mosaic_now_ns();
     mosaic_pace_gc_time(objspace, start_ns, end_ns);

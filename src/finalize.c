@@ -7,7 +7,8 @@
  * done at VM shutdown.
  *
  * Invariants:
- *  - The finalizer table's keys are weak, its values strong (marked as roots, pinned).
+ *  - The finalizer table's keys are weak, its values strong (marked as roots, pinned). A key
+ *    that compaction moves is re-keyed as it moves (mosaic_finalize_move); zombies never move.
  *  - A zombie keeps its slot (counted in page/heap final_slots) until finalize_list has run
  *    its dfree and its finalizers exactly once; then the slot becomes T_NONE and counts as
  *    freed. The zombie list is pushed with CAS (sweep) and taken whole with an exchange.
@@ -42,6 +43,18 @@ mosaic_finalize_mark_roots(mosaic_objspace_t *objspace)
     if (objspace->finalizer_table) {
         st_foreach(objspace->finalizer_table, mark_finalizer_table_value, (st_data_t)objspace);
     }
+}
+
+/* Compaction moved `src` (FL_FINALIZE set) to `dest`: its finalizers follow it. Inside the GC;
+ * st_insert may malloc (never a Ruby object). */
+void
+mosaic_finalize_move(mosaic_objspace_t *objspace, VALUE src, VALUE dest)
+{
+    st_data_t key = (st_data_t)src, table;
+    if (!st_delete(objspace->finalizer_table, &key, &table)) {
+        rb_bug("Mosaic: moving %p, which has FL_FINALIZE but no finalizer", (void *)src);
+    }
+    st_insert(objspace->finalizer_table, (st_data_t)dest, table);
 }
 
 /* ============================================================ zombies */
@@ -154,8 +167,8 @@ rb_gc_impl_define_finalizer(void *objspace_ptr, VALUE obj, VALUE block)
     mosaic_objspace_t *objspace = objspace_ptr;
     st_data_t data;
 
-    RBASIC(obj)->flags |= RUBY_FL_FINALIZE;
-
+    /* FL_FINALIZE is set only once the table has the entry: a collection in between (the
+     * Array's allocation, st's malloc) may move obj, and compaction re-keys by that flag. */
     if (st_lookup(objspace->finalizer_table, obj, &data)) {
         VALUE table = (VALUE)data;
         long len = RARRAY_LEN(table);
@@ -168,8 +181,12 @@ rb_gc_impl_define_finalizer(void *objspace_ptr, VALUE obj, VALUE block)
     else {
         VALUE table = rb_ary_new3(1, block);
         rb_obj_hide(table);
+        bool held = mosaic_gc_hold(objspace);
         st_add_direct(objspace->finalizer_table, obj, table);
+        mosaic_gc_release(objspace, held);
+        RB_GC_GUARD(table);
     }
+    RBASIC(obj)->flags |= RUBY_FL_FINALIZE;
     return block;
 }
 
@@ -190,8 +207,10 @@ rb_gc_impl_copy_finalizer(void *objspace_ptr, VALUE dest, VALUE obj)
 
     if (!RB_FL_TEST(obj, RUBY_FL_FINALIZE)) return;
     if (st_lookup(objspace->finalizer_table, obj, &data)) {
+        bool held = mosaic_gc_hold(objspace);
         st_insert(objspace->finalizer_table, dest, data);
         RB_FL_SET(dest, RUBY_FL_FINALIZE);
+        mosaic_gc_release(objspace, held);
     }
     else {
         rb_bug("Mosaic: FL_FINALIZE is set but %p has no finalizer", (void *)obj);

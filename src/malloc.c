@@ -73,7 +73,7 @@ mosaic_malloc_increase(mosaic_objspace_t *objspace, size_t size, bool may_collec
      * GC.enable crosses the limit again. */
     if (now > objspace->malloc_limit && !objspace->during_gc && !objspace->dont_gc) {
         if (may_collect && can_collect_here(objspace)) {
-            mosaic_collect(objspace, MOSAIC_REASON_MALLOC);
+            mosaic_collect(objspace, MOSAIC_REASON_MALLOC | MOSAIC_REASON_INSIDE_MALLOC);
         }
         else {
             objspace->malloc_gc_pending = true;
@@ -87,7 +87,7 @@ static bool
 collect_for_retry(mosaic_objspace_t *objspace)
 {
     if (!objspace || !can_collect_here(objspace)) return false;
-    return mosaic_collect(objspace, MOSAIC_REASON_MALLOC | MOSAIC_REASON_FULL_MARK |
+    return mosaic_collect(objspace, MOSAIC_REASON_MALLOC | MOSAIC_REASON_INSIDE_MALLOC | MOSAIC_REASON_FULL_MARK |
                           MOSAIC_REASON_MAJOR_FORCE | MOSAIC_REASON_IMMEDIATE_SWEEP);
 }
 
@@ -98,7 +98,8 @@ collect_for_stress(mosaic_objspace_t *objspace)
 {
     if (RB_LIKELY(!objspace || !objspace->gc_stress)) return;
     if (!can_collect_here(objspace)) return;
-    mosaic_collect(objspace, MOSAIC_REASON_STRESS | MOSAIC_REASON_MALLOC | MOSAIC_REASON_IMMEDIATE_SWEEP);
+    mosaic_collect(objspace, MOSAIC_REASON_STRESS | MOSAIC_REASON_MALLOC | MOSAIC_REASON_INSIDE_MALLOC |
+                   MOSAIC_REASON_IMMEDIATE_SWEEP);
 }
 
 void *

@@ -131,6 +131,19 @@ mosaic_mark(mosaic_objspace_t *objspace, VALUE obj, bool pin)
     }
 }
 
+/* rb_gc_mark_and_move: a movable edge. CRuby's reference updating (compact.c) walks the same
+ * functions with reference_updating set and calls this for each edge: then it updates the
+ * edge to its object's new address instead of marking. */
+void
+mosaic_mark_and_move(mosaic_objspace_t *objspace, VALUE *ptr)
+{
+    if (RB_UNLIKELY(objspace->updating_references)) {
+        *ptr = mosaic_location(objspace, *ptr);
+        return;
+    }
+    mosaic_mark(objspace, *ptr, false);
+}
+
 void
 mosaic_mark_maybe(mosaic_objspace_t *objspace, VALUE obj)
 {

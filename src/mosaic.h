@@ -88,6 +88,9 @@ enum mosaic_reason {
     MOSAIC_REASON_MAJOR_OLDGEN    = 1 << 11,
     MOSAIC_REASON_MAJOR_SHADY     = 1 << 12,
     MOSAIC_REASON_MAJOR_OLDMALLOC = 1 << 13,
+    /* The collection runs inside rb_gc_impl_malloc & co (malloc.c): the caller may be in the
+     * middle of editing an st table (its resize is that malloc), so nothing may move. */
+    MOSAIC_REASON_INSIDE_MALLOC   = 1 << 14,
 };
 #define MOSAIC_REASON_MAJOR_MASK (MOSAIC_REASON_MAJOR_NOFREE | MOSAIC_REASON_MAJOR_FORCE | \
                                   MOSAIC_REASON_MAJOR_OLDGEN | MOSAIC_REASON_MAJOR_SHADY | \
@@ -266,6 +269,8 @@ struct mosaic_stats {
     size_t minor_gc_count;
     size_t major_gc_count;
     unsigned int latest_reason;
+    size_t compact_count;            /* compact.c: compactions run */
+    size_t total_moved_objects;      /* compact.c: objects ever moved */
 
     bool profiler_enabled;
     struct mosaic_profile_record *records;
@@ -313,6 +318,16 @@ typedef struct mosaic_objspace {
     size_t old_wb_unprotected_objects;
     size_t old_wb_unprotected_limit;
     size_t last_major_count;         /* stats.count at the latest major GC */
+
+    /* Compaction (compact.c). */
+    bool compact_next;               /* the next collection is a GC.compact (full mark, then move) */
+    bool auto_compact;               /* GC.auto_compact: every major GC compacts */
+    bool compact_toward_empty;       /* verify_compaction_references(toward: :empty): move dense pages into empty ones */
+    bool compact_expand;             /* verify_compaction_references(expand_heap/double_heap): add empty pages first */
+    bool compacting;                 /* objects are moving; T_MOVED slots exist */
+    bool updating_references;        /* rb_gc_impl_mark_and_move updates instead of marking */
+    size_t compact_considered[RUBY_T_MASK + 1];  /* latest compaction, per type */
+    size_t compact_moved[RUBY_T_MASK + 1];
 
     /* Finalization. */
     st_table *finalizer_table;       /* obj -> hidden Array of finalizer procs */
@@ -440,6 +455,24 @@ mosaic_now_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+/* Holds collections off around an update of an address-keyed st table (object ids,
+ * finalizers) outside the GC: st_insert may malloc, malloc may collect, and a collection
+ * deletes dead keys from (sweep) and re-keys moved objects in (compaction) the very same
+ * tables; st is not reentrant. Returns the state to give back to mosaic_gc_release. */
+static inline bool
+mosaic_gc_hold(mosaic_objspace_t *objspace)
+{
+    bool prev = objspace->dont_gc;
+    objspace->dont_gc = true;
+    return prev;
+}
+
+static inline void
+mosaic_gc_release(mosaic_objspace_t *objspace, bool prev)
+{
+    objspace->dont_gc = prev;
+}
+
 /* ------------------------------------------------------ module interfaces */
 
 /* heap.c: size classes, pages, page lookup */
@@ -465,6 +498,7 @@ VALUE mosaic_new_obj(mosaic_objspace_t *objspace, struct mosaic_cache *cache, VA
 /* mark.c: marking and weak references */
 void mosaic_mark(mosaic_objspace_t *objspace, VALUE obj, bool pin);
 void mosaic_mark_maybe(mosaic_objspace_t *objspace, VALUE obj);
+void mosaic_mark_and_move(mosaic_objspace_t *objspace, VALUE *ptr);
 void mosaic_mark_weak(mosaic_objspace_t *objspace, VALUE *ptr);
 void mosaic_remove_weak(mosaic_objspace_t *objspace, VALUE *ptr);
 void mosaic_mark_phase(mosaic_objspace_t *objspace, bool full);
@@ -525,6 +559,13 @@ void mosaic_finalize_init(mosaic_objspace_t *objspace);
 void mosaic_zombie_push(mosaic_objspace_t *objspace, VALUE obj, void (*dfree)(void *), void *data);
 void mosaic_finalize_deferred(mosaic_objspace_t *objspace);
 void mosaic_finalize_mark_roots(mosaic_objspace_t *objspace);
+void mosaic_finalize_move(mosaic_objspace_t *objspace, VALUE src, VALUE dest);
+
+/* compact.c: moving objects, forwarding, reference updating */
+void mosaic_compact(mosaic_objspace_t *objspace);
+VALUE mosaic_location(mosaic_objspace_t *objspace, VALUE obj);
+bool mosaic_moved_p(VALUE obj);
+void mosaic_define_compact(void);
 
 /* objid.c: object ids */
 void mosaic_objid_init(mosaic_objspace_t *objspace);
@@ -533,6 +574,7 @@ void mosaic_objid_mark_roots(mosaic_objspace_t *objspace);
 VALUE mosaic_object_id(mosaic_objspace_t *objspace, VALUE obj);
 VALUE mosaic_object_id_to_ref(mosaic_objspace_t *objspace, VALUE id);
 VALUE mosaic_objid_for_finalizer(mosaic_objspace_t *objspace, VALUE obj);
+void mosaic_objid_move(mosaic_objspace_t *objspace, VALUE src, VALUE dest);
 
 /* generation.c: ages, old objects, the remembered set, write barriers */
 void mosaic_remember(mosaic_objspace_t *objspace, VALUE obj);

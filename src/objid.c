@@ -7,7 +7,12 @@
  *  - An object has an id iff FL_SEEN_OBJ_ID is set iff it is in both tables.
  *  - Ids are never reused: they come from a counter that only grows.
  *  - The tables' object side is weak: a freed object's entries are removed by the sweep
- *    (or by finalize_list for zombies); the ids themselves (which may be Bignums) are marked.
+ *    (or by finalize_list for zombies); the ids themselves (which may be Bignums) are marked,
+ *    and pinned: a Bignum id is a key of id_to_obj, and compaction only re-keys the object side.
+ *  - Both tables follow an object that compaction moves (mosaic_objid_move, compact.c), at
+ *    the moment it moves: no entry ever names a T_MOVED slot.
+ *  - Outside the GC the tables are updated with collections held off (mosaic_gc_hold): a
+ *    collection inside st_insert's malloc would edit the same table (sweep, compaction).
  */
 #include "mosaic.h"
 
@@ -43,7 +48,7 @@ mosaic_objid_init(mosaic_objspace_t *objspace)
 static int
 mark_id_i(st_data_t key, st_data_t value, st_data_t data)
 {
-    mosaic_mark((mosaic_objspace_t *)data, (VALUE)value, false);
+    mosaic_mark((mosaic_objspace_t *)data, (VALUE)value, true);
     return ST_CONTINUE;
 }
 
@@ -71,6 +76,19 @@ mosaic_objid_free(mosaic_objspace_t *objspace, VALUE obj)
     }
 }
 
+/* Compaction moved `src` (which has FL_SEEN_OBJ_ID) to `dest`: its id now names `dest`.
+ * Inside the GC; st_insert may malloc (never a Ruby object). */
+void
+mosaic_objid_move(mosaic_objspace_t *objspace, VALUE src, VALUE dest)
+{
+    st_data_t o = (st_data_t)src, id;
+    if (!st_delete(objspace->obj_to_id, &o, &id)) {
+        rb_bug("Mosaic: moving %p, which has FL_SEEN_OBJ_ID but no id", (void *)src);
+    }
+    st_insert(objspace->obj_to_id, (st_data_t)dest, id);
+    st_insert(objspace->id_to_obj, id, (st_data_t)dest);
+}
+
 VALUE
 mosaic_object_id(mosaic_objspace_t *objspace, VALUE obj)
 {
@@ -86,9 +104,11 @@ mosaic_object_id(mosaic_objspace_t *objspace, VALUE obj)
     else {
         id = ULL2NUM(objspace->next_object_id);
         objspace->next_object_id += OBJ_ID_INCREMENT;
+        bool held = mosaic_gc_hold(objspace);
         st_insert(objspace->obj_to_id, (st_data_t)obj, (st_data_t)id);
         st_insert(objspace->id_to_obj, (st_data_t)id, (st_data_t)obj);
         RB_FL_SET_RAW(obj, RUBY_FL_SEEN_OBJ_ID);
+        mosaic_gc_release(objspace, held);
     }
     rb_gc_vm_unlock(lev);
     return id;

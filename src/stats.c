@@ -143,9 +143,9 @@ mosaic_stat(mosaic_objspace_t *objspace, VALUE hash_or_sym)
     SET(malloc_increase_bytes_limit, objspace->malloc_limit);
     SET(minor_gc_count, st->minor_gc_count);
     SET(major_gc_count, st->major_gc_count);
-    SET(compact_count, 0);
+    SET(compact_count, st->compact_count);
     SET(read_barrier_faults, 0);
-    SET(total_moved_objects, 0);
+    SET(total_moved_objects, st->total_moved_objects);
     SET(remembered_wb_unprotected_objects, objspace->old_wb_unprotected_objects);
     SET(remembered_wb_unprotected_objects_limit, objspace->old_wb_unprotected_limit);
     SET(old_objects, objspace->old_objects);

@@ -13,6 +13,10 @@
  *  - generations: an old, write-barrier-protected object that refers, strongly or weakly, to
  *    a young object is remembered (the invariant minor GCs rely on; a miss means a missing
  *    write barrier, or marking that forgot to re-remember a parent).
+ *  - compaction (compact.c): no T_MOVED slot is left once a collection ended, so no live
+ *    object refers to one (the edge check above reports a reference to a T_MOVED or to a
+ *    freed forwarding slot), and every key of the address-keyed tables (object ids both
+ *    ways, finalizers) names a live object or a zombie with the matching flag.
  * Returns the number of problems; each is printed to stderr. With raise_on_error it calls
  * rb_bug on the first inconsistent heap, so a core file shows the state.
  */
@@ -109,6 +113,11 @@ verify_page(struct verify_ctx *ctx, struct mosaic_page *page, size_t *live, size
             page_zombies++;
             continue;
         }
+        if (RB_BUILTIN_TYPE(obj) == T_MOVED) {
+            report(ctx, "page %p: forwarding slot %p (to %p) left after the collection", (void *)page->body,
+                   (void *)obj, (void *)((VALUE *)obj)[2]);
+            continue;
+        }
         (*live)++;
         size_t bit = mosaic_bit_index(obj);
         ctx->parent = obj;
@@ -125,6 +134,55 @@ verify_page(struct verify_ctx *ctx, struct mosaic_page *page, size_t *live, size
         report(ctx, "page %p: %zu zombies but final_slots says %u", (void *)page->body, page_zombies, page->final_slots);
     }
     *zombies += page_zombies;
+}
+
+/* An address-keyed table entry must name the start of a live object or a zombie that still has
+ * `flag` (compaction re-keys these tables as objects move; the sweep removes dead keys). */
+static void
+verify_table_object(struct verify_ctx *ctx, const char *table, VALUE obj, VALUE flag)
+{
+    if (!mosaic_pointer_to_slot_p(ctx->objspace, (void *)obj)) {
+        report(ctx, "%s names %p, which is not a heap slot", table, (void *)obj);
+        return;
+    }
+    switch (RB_BUILTIN_TYPE(obj)) {
+      case T_NONE:
+      case T_MOVED:
+        report(ctx, "%s names %p, a dead slot (type 0x%x)", table, (void *)obj, (unsigned)RB_BUILTIN_TYPE(obj));
+        return;
+      default:
+        break;
+    }
+    if (!RB_FL_TEST_RAW(obj, flag)) {
+        report(ctx, "%s names %p (type 0x%x), which lacks the table's flag", table, (void *)obj,
+               (unsigned)RB_BUILTIN_TYPE(obj));
+    }
+}
+
+static int
+verify_obj_to_id_i(st_data_t key, st_data_t value, st_data_t data)
+{
+    struct verify_ctx *ctx = (struct verify_ctx *)data;
+    verify_table_object(ctx, "obj_to_id", (VALUE)key, RUBY_FL_SEEN_OBJ_ID);
+    st_data_t back;
+    if (!st_lookup(ctx->objspace->id_to_obj, value, &back) || back != key) {
+        report(ctx, "obj_to_id: %p's id does not lead back to it in id_to_obj", (void *)key);
+    }
+    return ST_CONTINUE;
+}
+
+static int
+verify_id_to_obj_i(st_data_t key, st_data_t value, st_data_t data)
+{
+    verify_table_object((struct verify_ctx *)data, "id_to_obj", (VALUE)value, RUBY_FL_SEEN_OBJ_ID);
+    return ST_CONTINUE;
+}
+
+static int
+verify_finalizer_i(st_data_t key, st_data_t value, st_data_t data)
+{
+    verify_table_object((struct verify_ctx *)data, "finalizer table", (VALUE)key, RUBY_FL_FINALIZE);
+    return ST_CONTINUE;
 }
 
 size_t
@@ -192,6 +250,11 @@ mosaic_verify_heap(mosaic_objspace_t *objspace, bool raise_on_error)
     if (pages != objspace->sorted_count) {
         report(&ctx, "%zu pages in the heaps, %zu in the sorted index", pages, objspace->sorted_count);
     }
+    st_foreach(objspace->obj_to_id, verify_obj_to_id_i, (st_data_t)&ctx);
+    st_foreach(objspace->id_to_obj, verify_id_to_obj_i, (st_data_t)&ctx);
+    if (objspace->finalizer_table) st_foreach(objspace->finalizer_table, verify_finalizer_i, (st_data_t)&ctx);
+    if (objspace->compacting) report(&ctx, "compaction did not finish (compacting is still set)");
+
     size_t counted_live = mosaic_live_slots(objspace);
     if (live != counted_live) {
         report(&ctx, "%zu live slots found, counters say %zu", live, counted_live);

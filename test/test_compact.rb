@@ -1,0 +1,245 @@
+require_relative "helper"
+
+# Compaction (src/compact.c): GC.compact moves live, unpinned objects within their size class
+# and updates every reference; objects keep their contents, ids, finalizers, weak-map entries
+# and hash positions; pinned objects stay; a fragmented heap ends on fewer pages.
+class TestMosaicCompact < Test::Unit::TestCase
+  include MosaicTestHelper
+
+  # Every script can find an object's address with addr(obj).
+  PRELUDE = <<~'RUBY'
+    require "objspace"
+    def addr(o) = ObjectSpace.dump(o)[/"address":"(0x\h+)"/, 1]
+    MOSAIC_GC = GC::OPTS.include?("MOSAIC")
+  RUBY
+
+  def test_contents_survive_and_objects_move
+    assert_gc_script(PRELUDE + <<~'RUBY')
+      Point = Struct.new(:x, :y)
+      class Box; def initialize(v) = (@v = v; @w = [v]); attr_reader :v, :w; end
+      strs = Array.new(2000) { |i| "string #{i}" }
+      longs = Array.new(200) { |i| "long string number #{i} " * 4 }
+      arys = Array.new(500) { |i| [i, "e#{i}", [i]] }
+      hashes = Array.new(500) { |i| { i => "v#{i}", "k#{i}" => i } }
+      boxes = Array.new(500) { |i| Box.new("b#{i}") }
+      points = Array.new(500) { |i| Point.new(i, -i) }
+      GC.start
+      before = strs.map { addr(_1) }
+      moved_before = GC.stat(:total_moved_objects)
+      count = GC.stat(:compact_count)
+      info = GC.verify_compaction_references(toward: :empty, expand_heap: true)
+      assert_equal count + 1, GC.stat(:compact_count)
+      assert_operator GC.stat(:total_moved_objects), :>, moved_before
+      assert_operator info[:moved][:T_STRING], :>=, 2000
+      assert_operator info[:considered][:T_STRING], :>=, info[:moved][:T_STRING]
+      assert_operator strs.map { addr(_1) }.zip(before).count { |a, b| a != b }, :>=, 1900
+      strs.each_with_index { |s, i| assert_equal "string #{i}", s }
+      longs.each_with_index { |s, i| assert_equal "long string number #{i} " * 4, s }
+      arys.each_with_index { |a, i| assert_equal [i, "e#{i}", [i]], a }
+      hashes.each_with_index { |h, i| assert_equal({ i => "v#{i}", "k#{i}" => i }, h) }
+      boxes.each_with_index { |b, i| assert_equal "b#{i}", b.v; assert_equal ["b#{i}"], b.w }
+      points.each_with_index { |pt, i| assert_equal [i, -i], pt.to_a }
+      GC.verify_internal_consistency
+      # Still a working heap: allocate, collect, compact again.
+      more = Array.new(10_000) { |i| "more #{i}" }
+      GC.compact
+      more.each_with_index { |s, i| assert_equal "more #{i}", s }
+      strs.each_with_index { |s, i| assert_equal "string #{i}", s }
+    RUBY
+  end
+
+  def test_object_ids_survive
+    assert_gc_script(PRELUDE + <<~'RUBY')
+      objs = Array.new(3000) { Object.new }
+      ids = objs.map(&:object_id)
+      before = objs.map { addr(_1) }
+      GC.verify_compaction_references(toward: :empty, expand_heap: true)
+      assert_operator objs.map { addr(_1) }.zip(before).count { |a, b| a != b }, :>=, 2900
+      assert_equal ids, objs.map(&:object_id)
+      ids.each_with_index { |id, i| assert_same objs[i], ObjectSpace._id2ref(id) }
+      # New ids are new.
+      fresh = Object.new.object_id
+      refute_includes ids, fresh
+      GC.verify_internal_consistency
+    RUBY
+  end
+
+  def test_finalizers_survive_a_move
+    assert_gc_script(PRELUDE + <<~'RUBY')
+      RAN = []
+      # A finalizer made here captures no object of the test.
+      def finalizer = proc { |id| RAN << id }
+      objs = Array.new(500) { Object.new }
+      objs.each { |o| ObjectSpace.define_finalizer(o, finalizer) }
+      ids = objs.map(&:object_id)
+      before = objs.map { addr(_1) }
+      GC.verify_compaction_references(toward: :empty, expand_heap: true)
+      # Mosaic moves them and re-keys the finalizer table; the default GC keeps them in place.
+      if MOSAIC_GC
+        assert_operator objs.map { addr(_1) }.zip(before).count { |a, b| a != b }, :>=, 450
+      end
+      GC.verify_internal_consistency
+      assert_empty RAN
+      objs = nil
+      5.times { GC.start }
+      assert_equal ids.sort, RAN.sort
+    RUBY
+  end
+
+  def test_weakmap_entries_survive
+    assert_gc_script(PRELUDE + <<~'RUBY')
+      wm = ObjectSpace::WeakMap.new
+      keys = Array.new(2000) { |i| "key #{i}" }
+      vals = Array.new(2000) { Object.new }
+      keys.zip(vals) { |k, v| wm[k] = v }
+      2000.times { |i| wm["dead #{i}"] = Object.new }
+      wkm = ObjectSpace::WeakKeyMap.new
+      keys.each_with_index { |k, i| wkm[k] = i }
+      before = keys.map { addr(_1) }
+      GC.verify_compaction_references(toward: :empty, expand_heap: true)
+      assert_operator keys.map { addr(_1) }.zip(before).count { |a, b| a != b }, :>=, 1900
+      keys.each_with_index do |k, i|
+        assert_same vals[i], wm[k]
+        assert_equal i, wkm[k]
+      end
+      assert_operator wm.size, :<, 4000
+      GC.start
+      keys.each_with_index { |k, i| assert_same vals[i], wm[k] }
+      GC.verify_internal_consistency
+    RUBY
+  end
+
+  def test_hash_lookups_of_moved_keys
+    assert_gc_script(PRELUDE + <<~'RUBY')
+      keys = Array.new(3000) { Object.new }             # identity hash (object id)
+      h = {}
+      keys.each_with_index { |k, i| h[k] = i }
+      ident = {}.compare_by_identity
+      skeys = Array.new(3000) { |i| "s#{i}" }
+      skeys.each_with_index { |k, i| ident[k] = i }
+      hashes = keys.map(&:hash)
+      before = keys.map { addr(_1) }
+      GC.verify_compaction_references(toward: :empty, expand_heap: true)
+      assert_operator keys.map { addr(_1) }.zip(before).count { |a, b| a != b }, :>=, 2900
+      assert_equal hashes, keys.map(&:hash)
+      keys.each_with_index { |k, i| assert_equal i, h[k] }
+      skeys.each_with_index { |k, i| assert_equal i, ident[k] }
+      assert_nil ident["s1".dup]
+      # Tables keep working after the move: insert, delete, rehash.
+      keys.first(100).each { |k| h.delete(k) }
+      assert_equal 2900, h.size
+      h.rehash
+      keys.drop(100).each_with_index { |k, i| assert_equal i + 100, h[k] }
+    RUBY
+  end
+
+  # Whatever the compacting GC pinned kept its address: after a compaction, an object still
+  # carries the pin bit of the GC that compacted (pins are cleared only by the next major).
+  def test_pinned_objects_do_not_move
+    assert_gc_script(PRELUDE + <<~'RUBY')
+      strs = []
+      ObjectSpace.each_object(String) { |s| strs << s }
+      objs = strs + Array.new(2000) { |i| "free #{i}" }
+      before = objs.map { addr(_1) }
+      GC.verify_compaction_references(toward: :empty, expand_heap: true)
+      pinned = objs.each_index.select { |i| ObjectSpace.dump(objs[i]).include?('"pinned":true') }
+      if MOSAIC_GC
+        assert_operator pinned.size, :>, 0, "some strings are pinned (by C code, conservative roots)"
+      end
+      pinned.each { |i| assert_equal before[i], addr(objs[i]), "pinned #{objs[i].inspect[0, 40]} moved" }
+      moved = objs.each_index.count { |i| before[i] != addr(objs[i]) }
+      assert_operator moved, :>=, 2000
+    RUBY
+  end
+
+  def test_fragmented_heap_ends_with_fewer_pages
+    assert_gc_script(PRELUDE + <<~'RUBY', timeout: 300)
+      srand(1234)
+      objs = Array.new(200_000) { |i| i.even? ? "str #{i}" : [i] }
+      keep = objs.each_index.select { rand < 0.1 }
+      kept = keep.map { objs[_1] }
+      objs = nil
+      GC.start
+      GC.start
+      pages = GC.stat(:heap_allocated_pages)
+      eden = GC.stat(:heap_eden_pages)
+      info = GC.compact
+      refute_empty info[:moved]
+      after = GC.stat(:heap_allocated_pages)
+      assert_operator after, :<, pages, "pages: #{pages} before, #{after} after"
+      # Mosaic gives the emptied pages to its pool at once (the default GC frees them lazily).
+      assert_operator after, :<, pages * 0.6, "pages: #{pages} before, #{after} after" if MOSAIC_GC
+      assert_operator GC.stat(:heap_eden_pages), :<, eden
+      kept.zip(keep) { |o, i| assert_equal(i.even? ? "str #{i}" : [i], o) }
+      GC.verify_internal_consistency
+    RUBY
+  end
+
+  def test_auto_compact_flag_and_stats
+    assert_gc_script(PRELUDE + <<~'RUBY')
+      assert_equal false, GC.auto_compact
+      assert_equal true, (GC.auto_compact = true)
+      assert_equal true, GC.auto_compact
+      count = GC.stat(:compact_count)
+      GC.start
+      assert_operator GC.stat(:compact_count), :>, count
+      GC.auto_compact = false
+      assert_equal false, GC.auto_compact
+      count = GC.stat(:compact_count)
+      GC.start
+      assert_equal count, GC.stat(:compact_count)
+      info = GC.latest_compact_info
+      assert_equal %i[considered moved moved_up moved_down], info.keys
+      refute_empty info[:considered]
+      GC.verify_compaction_references(double_heap: true)
+      GC.verify_compaction_references(expand_heap: false)
+      GC.verify_compaction_references
+    RUBY
+  end
+
+  # A heap walk holds a page snapshot and object addresses: GC.compact inside one is a plain
+  # major GC (Mosaic), and the walk goes on over intact objects.
+  def test_compact_inside_a_heap_walk
+    assert_gc_script(PRELUDE + <<~'RUBY')
+      strs = Array.new(5000) { |i| "walk #{i}" }
+      count = GC.stat(:compact_count)
+      seen = 0
+      ObjectSpace.each_object(String) do |s|
+        GC.compact if seen == 0
+        seen += 1
+      end
+      assert_operator seen, :>=, 5000 if MOSAIC_GC   # the default GC moves objects under the walk
+      assert_equal count, GC.stat(:compact_count) if MOSAIC_GC
+      strs.each_with_index { |s, i| assert_equal "walk #{i}", s }
+      GC.compact
+      assert_equal count + 1, GC.stat(:compact_count) if MOSAIC_GC
+      GC.verify_internal_consistency
+    RUBY
+  end
+
+  # Other Ractors allocate while the main Ractor compacts: they are stopped during the moves,
+  # their stacks pin what they hold, and their data comes through intact.
+  def test_compact_while_ractors_allocate
+    assert_gc_script(PRELUDE + <<~'RUBY', timeout: 300)
+      Warning[:experimental] = false
+      rs = 3.times.map do |k|
+        Ractor.new(k) do |k|
+          keep = []
+          100.times do |r|
+            a = Array.new(1000) { |i| "r#{k}-#{r}-#{i}" }
+            keep << a.values_at(0, 500, 999)
+            h = {}
+            200.times { |i| h[Object.new] = i }
+            raise "hash lost a key" unless h.keys.each_with_index.all? { |o, i| h[o] == i }
+          end
+          keep.each_with_index.all? { |(a, b, c), r| a == "r#{k}-#{r}-0" && b == "r#{k}-#{r}-500" && c == "r#{k}-#{r}-999" }
+        end
+      end
+      objs = Array.new(20_000) { |i| [i, "m#{i}"] }
+      10.times { GC.compact }
+      assert_equal [true, true, true], rs.map(&:take)
+      objs.each_with_index { |(i, s), j| assert_equal [j, "m#{j}"], [i, s] }
+      GC.verify_internal_consistency
+    RUBY
+  end
+end
