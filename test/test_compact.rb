@@ -136,6 +136,9 @@ class TestMosaicCompact < Test::Unit::TestCase
   # Whatever the compacting GC pinned kept its address: after a compaction, an object still
   # carries the pin bit of the GC that compacted (pins are cleared only by the next major).
   def test_pinned_objects_do_not_move
+    # Under the stress gate a minor GC runs within ObjectSpace.dump's allocations and sets pin
+    # bits of its own (a minor re-pins what it marks with mark_and_pin or conservatively).
+    omit "reads the compacting GC's pin bits; the stress gate forces GCs" if ENV["MOSAIC_STRESS_MINOR"]
     assert_gc_script(PRELUDE + <<~'RUBY')
       strs = []
       ObjectSpace.each_object(String) { |s| strs << s }
