@@ -279,13 +279,7 @@ free_forwarding_slots(mosaic_objspace_t *objspace, struct mosaic_heap *heap)
         page->free_slots = (uint32_t)free_slots;
         page->free_next = NULL;
         if (free_slots == page->total_slots && page->final_slots == 0) {
-            if (heap->freeable_pages > 0) {
-                heap->freeable_pages--;
-                mosaic_page_release(objspace, heap, j);
-            }
-            else {
-                mosaic_pool_put(objspace, heap, j);
-            }
+            mosaic_heap_retire_empty_page(objspace, heap, j);
             continue;                /* the last page moved into j */
         }
         j++;

@@ -440,6 +440,21 @@ mosaic_page_release(mosaic_objspace_t *objspace, struct mosaic_heap *heap, size_
     page_free(objspace, heap_unlink_empty_page(objspace, heap, index));
 }
 
+/* The empty heap->pages[index] leaves its class: back to the OS while the class is above what
+ * it should keep (freeable_pages, set by the pacer after a major GC), else into the pool. The
+ * last page of the class moves into `index`. (Conditions: heap_unlink_empty_page.) */
+void
+mosaic_heap_retire_empty_page(mosaic_objspace_t *objspace, struct mosaic_heap *heap, size_t index)
+{
+    if (heap->freeable_pages > 0) {
+        heap->freeable_pages--;
+        mosaic_page_release(objspace, heap, index);
+    }
+    else {
+        mosaic_pool_put(objspace, heap, index);
+    }
+}
+
 /* Returns every page with no live object and no zombie to the OS, pooled ones included
  * (Process.warmup). Caller holds the VM lock, every page is swept and no cache holds a slot
  * (mosaic_caches_clear). */

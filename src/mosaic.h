@@ -481,6 +481,7 @@ void mosaic_heap_free_all(mosaic_objspace_t *objspace);
 size_t mosaic_heap_index_for_size(size_t size);
 struct mosaic_page *mosaic_page_new(mosaic_objspace_t *objspace, struct mosaic_heap *heap);
 void mosaic_page_release(mosaic_objspace_t *objspace, struct mosaic_heap *heap, size_t index);
+void mosaic_heap_retire_empty_page(mosaic_objspace_t *objspace, struct mosaic_heap *heap, size_t index);
 size_t mosaic_heap_release_empty_pages(mosaic_objspace_t *objspace);
 bool mosaic_pointer_to_slot_p(mosaic_objspace_t *objspace, const void *ptr);
 size_t mosaic_heap_available_slots(mosaic_objspace_t *objspace);

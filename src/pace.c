@@ -264,10 +264,11 @@ mosaic_pace_after_mark(mosaic_objspace_t *objspace)
         if (grow < heap->slots_per_page) grow = heap->slots_per_page;
         if (grow_minor) {
             /* Collect before grow (see the top of this file). */
-            if (live > heap->major_target_slots || major_due) {
+            bool over_target = live > heap->major_target_slots;
+            if (over_target || major_due) {
                 /* A class that allocation does not churn neither grows nor asks for a major
                  * GC that would free nothing in it (it asked every fourth GC in gcbench). */
-                if (live > heap->major_target_slots || churning(heap, live)) {
+                if (over_target || churning(heap, live)) {
                     objspace->need_major |= MOSAIC_REASON_MAJOR_NOFREE;
                 }
                 continue;

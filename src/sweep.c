@@ -166,14 +166,7 @@ heap_sweep_step(mosaic_objspace_t *objspace, struct mosaic_heap *heap)
     size_t malloc_after = __atomic_load_n(&objspace->malloc_bytes, __ATOMIC_RELAXED);
     if (malloc_before > malloc_after) objspace->malloc_freed_by_sweep += malloc_before - malloc_after;
     if (free_slots == page->total_slots && page->final_slots == 0 && objspace->heap_walk_depth == 0) {
-        /* Beyond what the class should keep (pace.c), straight back to the OS. */
-        if (heap->freeable_pages > 0) {
-            heap->freeable_pages--;
-            mosaic_page_release(objspace, heap, heap->sweep_index);
-        }
-        else {
-            mosaic_pool_put(objspace, heap, heap->sweep_index);
-        }
+        mosaic_heap_retire_empty_page(objspace, heap, heap->sweep_index);
         /* The last page moved into sweep_index: do not advance. */
         return 0;
     }
