@@ -374,6 +374,7 @@ typedef struct mosaic_objspace {
     size_t malloc_bytes;             /* atomic; outstanding, usable sizes (malloc.c) */
     size_t malloc_increase;          /* atomic */
     size_t malloc_limit;
+    size_t growth_trigger_bytes;     /* fresh pages + malloc since the latest GC that run a GC from malloc (pace.c) */
     size_t oldmalloc_increase;       /* atomic; bytes malloc'd since the latest major GC */
     size_t oldmalloc_limit;
 
@@ -536,6 +537,14 @@ size_t mosaic_pace_counted_bytes(mosaic_objspace_t *objspace);
 size_t mosaic_pace_used_bytes(mosaic_objspace_t *objspace);
 bool mosaic_pace_over_limit(mosaic_objspace_t *objspace);
 bool mosaic_pace_grown_enough(mosaic_objspace_t *objspace);
+size_t mosaic_pace_growth_step(mosaic_objspace_t *objspace);
+/* Memory taken since the latest GC, slots and malloc in one budget: fresh page bytes mapped
+ * plus the net malloc increase. */
+static inline size_t
+mosaic_pace_grown_bytes(mosaic_objspace_t *objspace)
+{
+    return mosaic_add_sat(objspace->grown_since_gc, __atomic_load_n(&objspace->malloc_increase, __ATOMIC_RELAXED));
+}
 bool mosaic_pace_near_limit(mosaic_objspace_t *objspace);
 
 /* memory.c: where the memory goes; MOSAIC_TRACE, MOSAIC_MEMORY_REPORT, malloc_trim */
