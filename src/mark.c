@@ -7,7 +7,9 @@
  * Invariants:
  *  - Marking runs with the world stopped and every page swept (collect.c guarantees both),
  *    so an unmarked, non-T_NONE slot after marking is garbage.
- *  - A slot is pushed on the mark stack exactly once per cycle: when its mark bit goes 0 -> 1.
+ *  - A slot is traced exactly once per cycle, right after its mark bit goes 0 -> 1: in place
+ *    while fewer than MOSAIC_MARK_EAGER_DEPTH scans are nested (scan_in_place), else by being
+ *    pushed on the mark stack.
  *  - Only the exact start of a live (not T_NONE, not T_ZOMBIE) slot counts as a conservative
  *    reference; such an object is marked and pinned.
  *  - After marking, every registered weak reference to an unmarked object reads Qundef.
