@@ -592,6 +592,7 @@ void mosaic_writebarrier_remember(mosaic_objspace_t *objspace, VALUE obj);
 void mosaic_minor_mark_start(mosaic_objspace_t *objspace, void (*push)(mosaic_objspace_t *, VALUE));
 void mosaic_generation_count(mosaic_objspace_t *objspace);
 void mosaic_promote_all(mosaic_objspace_t *objspace);
+void mosaic_generation_after_fork(mosaic_objspace_t *objspace);
 
 /* config.c: tunables and GC.config */
 void mosaic_params_defaults(struct mosaic_params *params);
