@@ -156,9 +156,8 @@ mosaic_promote_all(mosaic_objspace_t *objspace)
  * Process.warmup would have made it (every object old), and the fork counts as the latest
  * major GC (the pacer's "three GCs after the latest major" rule restarts). *Why*: a child's
  * minor GCs then neither trace nor free what it shares with its parent, and its first GCs
- * do not turn major because the parent's last major was long ago: measured on the prefork
- * workload without warmup, a worker made ~69 MB private with one major GC (nofree) in 34
- * GCs, ~59 MB with this (the default GC: ~64 MB). The cost: garbage the child inherited
+ * do not turn major because the parent's last major was long ago (for what it gained and
+ * where it does not help, see docs/DESIGN.md, "Fork invariants"). The cost: garbage the child inherited
  * young stays until the child's first major GC. Not while full marks are disabled (nothing
  * ages then). */
 void
