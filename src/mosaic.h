@@ -182,6 +182,12 @@ struct mosaic_cache {
 
 /* Explicit mark stack: chunks of VALUEs, so depth is bounded by memory, not the C stack. */
 #define MOSAIC_MARK_CHUNK 4094
+/* How many in-place scans may nest before newly marked objects go on the mark stack (mark.c,
+ * scan_in_place). Each level costs a few C frames: rb_gc_mark_children, the type's mark
+ * function, mosaic_mark. */
+#ifndef MOSAIC_MARK_EAGER_DEPTH
+#define MOSAIC_MARK_EAGER_DEPTH 4
+#endif
 struct mosaic_mark_chunk {
     struct mosaic_mark_chunk *prev;
     size_t used;
@@ -308,6 +314,7 @@ typedef struct mosaic_objspace {
     struct mosaic_ptr_vec weak_refs;
     VALUE mark_parent;               /* object whose children are being marked (or Qfalse) */
     bool mark_parent_old;
+    unsigned int mark_depth;         /* nesting of in-place scans (mark.c, MOSAIC_MARK_EAGER_DEPTH) */
     bool aging;                      /* this mark phase ages and promotes what it marks */
     void *verify_ctx;                /* set while the heap checker walks edges (verify.c) */
 
@@ -594,6 +601,7 @@ void mosaic_writebarrier_remember(mosaic_objspace_t *objspace, VALUE obj);
 void mosaic_minor_mark_start(mosaic_objspace_t *objspace, void (*push)(mosaic_objspace_t *, VALUE));
 void mosaic_generation_count(mosaic_objspace_t *objspace);
 void mosaic_promote_all(mosaic_objspace_t *objspace);
+void mosaic_generation_after_fork(mosaic_objspace_t *objspace);
 
 /* config.c: tunables and GC.config */
 void mosaic_params_defaults(struct mosaic_params *params);
