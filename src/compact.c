@@ -1,12 +1,14 @@
 /*
  * compact.c: compaction (GC.compact, GC.verify_compaction_references, GC.auto_compact).
  *
- * Owns: choosing what moves and where (per size class, two fingers over the class's pages
- * ordered by how full they are), moving one object (its slot bytes, its GC bits, the
- * address-keyed tables that name it), forwarding slots (T_MOVED), updating every reference
- * after the moves, freeing the forwarding slots and the pages the moves emptied; the counters
- * behind GC.latest_compact_info and GC.stat's compact_count / total_moved_objects; the Ruby
- * methods.
+ * Owns: choosing what moves where (each object to the size class CRuby's
+ * rb_gc_obj_optimal_size asks for, as the default GC's gc_compact_destination_pool; per class,
+ * two fingers over its pages ordered by how full they are, all classes advancing a page per
+ * round), moving one object (its slot bytes, its GC bits, the address-keyed tables that name it,
+ * a T_OBJECT's shape when it changes class), forwarding slots (T_MOVED), updating every
+ * reference after the moves, freeing the forwarding slots and the pages the moves emptied; the
+ * counters behind GC.latest_compact_info (moved_up / moved_down: across classes) and GC.stat's
+ * compact_count / total_moved_objects; the Ruby methods.
  *
  * When: inside a major collection asked to compact (collect.c), after its full mark AND its
  * complete sweep. The heap then holds only marked live objects, zombies and free slots.
@@ -16,8 +18,20 @@
  *    rb_gc_mark_and_pin, a conservative root, a finalizer table value or an object-id Bignum
  *    has its pinned bit (mark.c clears pins only at the start of a major mark). A minor
  *    mark does not trace old objects, so it never compacts.
- *  - An object moves only within its size class, and never when pinned, a zombie, or a
- *    T_SYMBOL (the default GC does not move symbols either).
+ *  - Never moved: pinned objects, zombies, T_SYMBOL (the default GC does not move symbols
+ *    either). An object moves at most once per compaction: into a page before its class's back
+ *    finger, which never passes it.
+ *  - An object moves to another class only when CRuby names a size for it
+ *    (rb_gc_obj_optimal_size: strings, arrays, T_OBJECTs, hashes) that another class fits
+ *    best, and only when that class still has room; a T_OBJECT only when CRuby rebuilds its
+ *    shape under that class's root shape (the shape fixes its ivar capacity), set before any
+ *    reference is updated. After the move, the content CRuby keeps inside the slot fits it: a
+ *    move down copies the smaller slot's bytes, which hold all of that content (that is what the
+ *    optimal size measures); content kept outside the slot is re-embedded by CRuby's own
+ *    update functions (rb_gc_update_object_references reads the new slot size through
+ *    rb_gc_obj_slot_size). The checker verifies that embedded content fits (verify.c).
+ *  - A class holds allocated + moved_in - freed - moved_out objects (mosaic_heap_used_slots);
+ *    a move across classes also moves one marked slot between the classes' counts.
  *  - T_MOVED slots exist only while `compacting` is set, inside one collection with the world
  *    stopped. While it is set, mosaic_location follows them; before it is cleared, every live
  *    object and the VM were updated (rb_gc_update_object_references,
@@ -27,7 +41,7 @@
  *    directions, objid.c), finalizers (finalize.c), CRuby's generic ivar table. Nothing Mosaic
  *    keeps across collections names a slot that moved: caches are empty (collect.c), the weak
  *    list and the mark stack are empty after marking, zombies never move, and the freelists
- *    and free-page queues of every class where something moved are rebuilt here.
+ *    and free-page queues of every class where something moved out or in are rebuilt here.
  *  - No compaction while a heap walk is live (it holds a page snapshot and object addresses).
  */
 #include <stdlib.h>
@@ -78,6 +92,20 @@ movable_p(struct mosaic_page *page, size_t bit, VALUE obj)
     return true;
 }
 
+/* The class `obj` belongs in, as the default GC decides (gc_compact_destination_pool): the
+ * smallest class that holds rb_gc_obj_optimal_size(obj), the size CRuby would embed its
+ * content in (strings, arrays, T_OBJECTs, hashes). 0 (every other type) means no opinion: its
+ * own class, `h`. A size no class holds means the content cannot be embedded, and the header
+ * (40 bytes at most) belongs in the smallest class. */
+static int
+destination_class(int h, VALUE obj)
+{
+    size_t size = rb_gc_obj_optimal_size(obj);
+    if (size == 0) return h;
+    if (size > mosaic_heap_sizes[MOSAIC_HEAP_COUNT - 1]) return 0;
+    return (int)mosaic_heap_index_for_size(size);
+}
+
 /* Moves one GC bit of the slot at (sp, sb) to the slot at (dp, db), clearing the source. */
 #define MOVE_BIT(field) do { \
     if (mosaic_bit_test(sp->field, sb)) { \
@@ -89,21 +117,26 @@ movable_p(struct mosaic_page *page, size_t bit, VALUE obj)
     } \
 } while (0)
 
-/* Moves `src` into the free slot `dest` of the same class, leaves a forwarding slot. */
+/* Moves `src` into the free slot `dest`, of its own class or another, and leaves a forwarding
+ * slot. Across classes only the smaller slot's bytes are copied: going down, the content CRuby
+ * keeps in the slot fits (destination_class); going up, the rest of `dest` is zeroed, as a new
+ * object's is. Content CRuby keeps outside the slot is re-embedded later, by
+ * rb_gc_update_object_references, once it fits. */
 static void
 move_object(mosaic_objspace_t *objspace, VALUE src, VALUE dest)
 {
     struct mosaic_page *sp = mosaic_page_of(src), *dp = mosaic_page_of(dest);
     size_t sb = mosaic_bit_index(src), db = mosaic_bit_index(dest);
+    size_t src_size = sp->slot_size, dest_size = dp->slot_size;
     MOSAIC_ASSERT(RBASIC(dest)->flags == 0);
-    MOSAIC_ASSERT(sp->slot_size == dp->slot_size);
 
     /* Tables keyed by the address (st_insert may malloc; never a Ruby object). */
     if (RB_FL_TEST_RAW(src, RUBY_FL_EXIVAR)) rb_mv_generic_ivar(src, dest);
     if (RB_FL_TEST_RAW(src, RUBY_FL_SEEN_OBJ_ID)) mosaic_objid_move(objspace, src, dest);
     if (RB_FL_TEST_RAW(src, RUBY_FL_FINALIZE)) mosaic_finalize_move(objspace, src, dest);
 
-    memcpy((void *)dest, (void *)src, sp->slot_size);
+    memcpy((void *)dest, (void *)src, src_size < dest_size ? src_size : dest_size);
+    if (dest_size > src_size) memset((char *)dest + src_size, 0, dest_size - src_size);
 
     MOVE_BIT(mark_bits);
     MOVE_BIT(wb_unprotected_bits);
@@ -113,7 +146,7 @@ move_object(mosaic_objspace_t *objspace, VALUE src, VALUE dest)
     MOVE_BIT(remembered_bits);
     mosaic_bit_clear(dp->pinned_bits, db);   /* a pinned object never moves */
 
-    memset((void *)src, 0, sp->slot_size);
+    memset((void *)src, 0, src_size);
     struct mosaic_moved *fwd = (struct mosaic_moved *)src;
     fwd->flags = T_MOVED;
     fwd->dummy = Qundef;
@@ -150,82 +183,146 @@ page_used(struct mosaic_page *page)
     return used;
 }
 
-/* verify_compaction_references(expand_heap: true): enough empty pages in the class to take
- * every object it holds, from the pool first. */
-static void
-expand_heap(mosaic_objspace_t *objspace, struct mosaic_heap *heap)
+/* One class during a compaction: its pages in the order the fingers walk them (densest first;
+ * emptiest first toward: :empty) and the two fingers. order[s] is the next page to evacuate
+ * (back finger), order[s+1..] were evacuated; free slots are taken from order[d..s-1], from
+ * slot `cursor` of order[d] on (front finger). Once d reaches s the fingers have met: the
+ * class takes no more objects, its own or other classes'. So an object that moved is never
+ * moved again (it sits in a page before the back finger, which stops there), and no object
+ * moves into a page that is being emptied. */
+struct fingers {
+    struct page_fill *order;
+    size_t d, cursor, s;
+    bool touched;                    /* something moved out or in: its freelists are rebuilt */
+};
+
+static bool
+fingers_met(const struct fingers *f)
 {
-    size_t used = 0, empty = 0;
-    for (size_t j = 0; j < heap->page_count; j++) {
-        size_t u = page_used(heap->pages[j]);
-        used += u;
-        if (u == 0) empty++;
-    }
-    size_t want = used / heap->slots_per_page + 2;
-    while (empty < want) {
-        struct mosaic_page *page = mosaic_pool_take(objspace, heap);
-        if (!page) page = mosaic_page_new(objspace, heap);
-        if (!page) break;            /* out of memory: compact with what there is */
-        empty++;
-    }
+    return f->d >= f->s;
 }
 
-/* The next free slot of the destination pages order[*d .. limit-1], or 0. */
-static VALUE
-next_free_slot(struct page_fill *order, size_t *d, size_t limit, size_t *cursor)
+/* The class's pages in order, fingers at both ends. A class with fewer than two pages, or
+ * whose order cannot be malloc'd, starts with its fingers met: nothing moves out of it or in. */
+static void
+fingers_init(mosaic_objspace_t *objspace, struct fingers *f, struct mosaic_heap *heap)
 {
-    while (*d < limit) {
-        struct mosaic_page *page = order[*d].page;
-        while (*cursor < page->total_slots) {
-            VALUE v = (VALUE)(page->start + (*cursor)++ * page->slot_size);
+    memset(f, 0, sizeof(*f));
+    size_t n = heap->page_count;
+    if (n < 2 || !(f->order = malloc(n * sizeof(*f->order)))) return;
+    for (size_t j = 0; j < n; j++) {
+        f->order[j].page = heap->pages[j];
+        f->order[j].used = page_used(heap->pages[j]);
+    }
+    qsort(f->order, n, sizeof(*f->order), objspace->compact_toward_empty ? fill_asc : fill_desc);
+    f->s = n - 1;
+}
+
+/* The next free slot at the class's front finger, or 0 when the fingers met. */
+static VALUE
+take_free_slot(struct fingers *f)
+{
+    while (f->d < f->s) {
+        struct mosaic_page *page = f->order[f->d].page;
+        while (f->cursor < page->total_slots) {
+            VALUE v = (VALUE)(page->start + f->cursor++ * page->slot_size);
             if (RBASIC(v)->flags == 0) return v;
         }
-        (*d)++;
-        *cursor = 0;
+        f->d++;
+        f->cursor = 0;
     }
     return 0;
 }
 
-/* Two fingers over the class's pages ordered densest first (toward: :empty, emptiest first):
- * objects of the page at the back finger move into free slots of pages at the front finger,
- * until the fingers meet. Returns the objects moved. */
-static size_t
-compact_heap(mosaic_objspace_t *objspace, struct mosaic_heap *heap)
+/* Moves every movable object of `page`, at class h's back finger, to a free slot of the class
+ * it belongs in (destination_class). An object bound for another class moves within its own
+ * class instead when that class has no room left (its fingers met), or, for a T_OBJECT, when
+ * CRuby has no shape for its instance variables under that class's root shape
+ * (rb_gc_rebuild_shape: the shape fixes the ivar capacity, so it must be rebuilt for the new
+ * slot). *Why within its class* (the default GC leaves it in place when the other class is
+ * full): the page it sits on can still empty, as it would have before objects moved across
+ * classes; the next compaction may find room where it belongs. Returns false when an object
+ * found no slot in class h: h's fingers met, and the rest of the page stays. */
+static bool
+evacuate_page(mosaic_objspace_t *objspace, struct fingers *fingers, int h, struct mosaic_page *page)
 {
-    if (objspace->compact_expand) expand_heap(objspace, heap);
-    size_t n = heap->page_count;
-    if (n < 2) return 0;
-    struct page_fill *order = malloc(n * sizeof(*order));
-    if (!order) return 0;            /* compaction is optional: skip the class */
-    for (size_t j = 0; j < n; j++) {
-        order[j].page = heap->pages[j];
-        order[j].used = page_used(heap->pages[j]);
-    }
-    qsort(order, n, sizeof(*order), objspace->compact_toward_empty ? fill_asc : fill_desc);
+    for (size_t i = 0; i < page->total_slots; i++) {
+        VALUE obj = (VALUE)(page->start + i * page->slot_size);
+        if (RBASIC(obj)->flags == 0) continue;
+        int type = RB_BUILTIN_TYPE(obj);
+        objspace->compact_considered[type]++;
+        if (!movable_p(page, mosaic_bit_index(obj), obj)) continue;
 
-    size_t moved = 0, d = 0, cursor = 0, s = n - 1;
-    bool full = false;
-    while (d < s && !full) {
-        struct mosaic_page *page = order[s].page;
-        for (size_t i = 0; i < page->total_slots; i++) {
-            VALUE obj = (VALUE)(page->start + i * page->slot_size);
-            if (RBASIC(obj)->flags == 0) continue;
-            int type = RB_BUILTIN_TYPE(obj);
-            objspace->compact_considered[type]++;
-            if (!movable_p(page, mosaic_bit_index(obj), obj)) continue;
-            VALUE dest = next_free_slot(order, &d, s, &cursor);
-            if (!dest) {
-                full = true;
-                break;
-            }
-            move_object(objspace, obj, dest);
-            objspace->compact_moved[type]++;
-            moved++;
+        int to = destination_class(h, obj);
+        uint32_t shape = 0;
+        VALUE dest = 0;
+        if (to != h && !fingers_met(&fingers[to]) &&
+                (type != T_OBJECT || (shape = rb_gc_rebuild_shape(obj, (size_t)to)) != 0)) {
+            dest = take_free_slot(&fingers[to]);
         }
-        s--;
+        if (!dest) {
+            /* It belongs in class h, or where it belongs has no room or no shape for it. */
+            to = h;
+            shape = 0;
+            if (!(dest = take_free_slot(&fingers[h]))) return false;
+        }
+        move_object(objspace, obj, dest);
+        if (shape) rb_gc_set_shape(dest, shape);
+
+        objspace->compact_moved[type]++;
+        fingers[h].touched = fingers[to].touched = true;
+        if (to != h) {
+            struct mosaic_heap *from = &objspace->heaps[h], *into = &objspace->heaps[to];
+            if (into->slot_size > from->slot_size) objspace->compact_moved_up[type]++;
+            else objspace->compact_moved_down[type]++;
+            from->moved_out_objects++;
+            into->moved_in_objects++;
+            /* It was marked by this cycle, and is counted where it lives now. */
+            from->marked_slots--;
+            into->marked_slots++;
+        }
     }
-    free(order);
-    return moved;
+    return true;
+}
+
+/* verify_compaction_references(expand_heap: true): enough empty pages in every class that
+ * every movable object moves, as the default GC does: each class gets empty pages for every
+ * object that belongs in it (destination_class), plus as many as the class with the most
+ * pages holding objects has beyond its own. *Why the second term*: the back fingers of all
+ * classes advance one page per round (mosaic_compact), and a class keeps taking objects from
+ * the others only while its back finger has not reached the empty pages they need. Pages come
+ * from the pool first. */
+static void
+expand_heaps(mosaic_objspace_t *objspace)
+{
+    size_t belong[MOSAIC_HEAP_COUNT] = { 0 }, holding[MOSAIC_HEAP_COUNT] = { 0 };
+    size_t empty[MOSAIC_HEAP_COUNT] = { 0 }, most = 0;
+    for (int h = 0; h < MOSAIC_HEAP_COUNT; h++) {
+        struct mosaic_heap *heap = &objspace->heaps[h];
+        for (size_t j = 0; j < heap->page_count; j++) {
+            struct mosaic_page *page = heap->pages[j];
+            size_t used = 0;
+            for (size_t i = 0; i < page->total_slots; i++) {
+                VALUE obj = (VALUE)(page->start + i * page->slot_size);
+                if (RBASIC(obj)->flags == 0) continue;
+                used++;
+                belong[destination_class(h, obj)]++;
+            }
+            if (used) holding[h]++;
+            else empty[h]++;
+        }
+        if (holding[h] > most) most = holding[h];
+    }
+    for (int h = 0; h < MOSAIC_HEAP_COUNT; h++) {
+        struct mosaic_heap *heap = &objspace->heaps[h];
+        size_t want = (most - holding[h]) + belong[h] / heap->slots_per_page + 2;
+        while (empty[h] < want) {
+            struct mosaic_page *page = mosaic_pool_take(objspace, heap);
+            if (!page) page = mosaic_page_new(objspace, heap);
+            if (!page) break;        /* out of memory: compact with what there is */
+            empty[h]++;
+        }
+    }
 }
 
 /* ==================================================== after the moves */
@@ -246,6 +343,8 @@ update_references(mosaic_objspace_t *objspace)
                   case T_MOVED:
                     break;
                   default:
+                    /* Also re-embeds a string, array or T_OBJECT whose content now fits
+                     * its slot (CRuby reads the slot size through rb_gc_obj_slot_size). */
                     rb_gc_update_object_references(objspace, obj);
                 }
             }
@@ -288,7 +387,11 @@ free_forwarding_slots(mosaic_objspace_t *objspace, struct mosaic_heap *heap)
 }
 
 /* Compacts the heap. Inside a major collection (world stopped, during_gc), after its
- * complete sweep; no cache holds a slot. */
+ * complete sweep; no cache holds a slot. In rounds, as the default GC does: each round, every
+ * class whose fingers have not met evacuates the page at its back finger, into whichever
+ * classes its objects belong in; so every class's fingers meet after at most as many rounds
+ * as it has pages, and the classes' back fingers advance together (an object bound for a class
+ * finds room as long as that class has not finished). */
 void
 mosaic_compact(mosaic_objspace_t *objspace)
 {
@@ -297,17 +400,32 @@ mosaic_compact(mosaic_objspace_t *objspace)
 
     memset(objspace->compact_considered, 0, sizeof(objspace->compact_considered));
     memset(objspace->compact_moved, 0, sizeof(objspace->compact_moved));
+    memset(objspace->compact_moved_up, 0, sizeof(objspace->compact_moved_up));
+    memset(objspace->compact_moved_down, 0, sizeof(objspace->compact_moved_down));
     objspace->stats.compact_count++;
     objspace->compacting = true;
 
-    size_t moved[MOSAIC_HEAP_COUNT], total = 0;
-    for (int h = 0; h < MOSAIC_HEAP_COUNT; h++) {
-        moved[h] = compact_heap(objspace, &objspace->heaps[h]);
-        total += moved[h];
+    if (objspace->compact_expand) expand_heaps(objspace);
+    struct fingers fingers[MOSAIC_HEAP_COUNT];
+    for (int h = 0; h < MOSAIC_HEAP_COUNT; h++) fingers_init(objspace, &fingers[h], &objspace->heaps[h]);
+
+    for (bool active = true; active;) {
+        active = false;
+        for (int h = 0; h < MOSAIC_HEAP_COUNT; h++) {
+            struct fingers *f = &fingers[h];
+            if (fingers_met(f)) continue;
+            active = true;
+            if (evacuate_page(objspace, fingers, h, f->order[f->s].page)) f->s--;
+            else MOSAIC_ASSERT(fingers_met(f));
+        }
     }
+    size_t total = 0;
+    for (int t = 0; t <= RUBY_T_MASK; t++) total += objspace->compact_moved[t];
+
     if (total > 0) update_references(objspace);
     for (int h = 0; h < MOSAIC_HEAP_COUNT; h++) {
-        if (moved[h] > 0 || objspace->compact_expand) free_forwarding_slots(objspace, &objspace->heaps[h]);
+        if (fingers[h].touched || objspace->compact_expand) free_forwarding_slots(objspace, &objspace->heaps[h]);
+        free(fingers[h].order);
     }
 
     objspace->compacting = false;
@@ -335,22 +453,28 @@ type_symbol(int type)
     return ID2SYM(rb_intern(name));
 }
 
-/* GC.latest_compact_info: per type, objects considered and moved. Objects never change size
- * class here, so moved_up and moved_down stay empty. */
+/* One figure per type that has one (a type with none is absent, as in the default GC). */
+static VALUE
+counts_by_type(const size_t *counts)
+{
+    VALUE hash = rb_hash_new();
+    for (int t = 0; t <= RUBY_T_MASK; t++) {
+        if (counts[t]) rb_hash_aset(hash, type_symbol(t), SIZET2NUM(counts[t]));
+    }
+    return hash;
+}
+
+/* GC.latest_compact_info: per type, the objects the latest compaction considered, moved, and,
+ * of those moved, moved into a larger class (moved_up) and into a smaller one (moved_down). */
 static VALUE
 latest_compact_info_m(VALUE self)
 {
     mosaic_objspace_t *objspace = rb_gc_get_objspace();
-    VALUE considered = rb_hash_new(), moved = rb_hash_new();
-    for (int t = 0; t <= RUBY_T_MASK; t++) {
-        if (objspace->compact_considered[t]) rb_hash_aset(considered, type_symbol(t), SIZET2NUM(objspace->compact_considered[t]));
-        if (objspace->compact_moved[t]) rb_hash_aset(moved, type_symbol(t), SIZET2NUM(objspace->compact_moved[t]));
-    }
     VALUE h = rb_hash_new();
-    rb_hash_aset(h, ID2SYM(rb_intern("considered")), considered);
-    rb_hash_aset(h, ID2SYM(rb_intern("moved")), moved);
-    rb_hash_aset(h, ID2SYM(rb_intern("moved_up")), rb_hash_new());
-    rb_hash_aset(h, ID2SYM(rb_intern("moved_down")), rb_hash_new());
+    rb_hash_aset(h, ID2SYM(rb_intern("considered")), counts_by_type(objspace->compact_considered));
+    rb_hash_aset(h, ID2SYM(rb_intern("moved")), counts_by_type(objspace->compact_moved));
+    rb_hash_aset(h, ID2SYM(rb_intern("moved_up")), counts_by_type(objspace->compact_moved_up));
+    rb_hash_aset(h, ID2SYM(rb_intern("moved_down")), counts_by_type(objspace->compact_moved_down));
     return h;
 }
 
