@@ -158,33 +158,46 @@ move_object(mosaic_objspace_t *objspace, VALUE src, VALUE dest)
 struct page_fill {
     struct mosaic_page *page;
     size_t used;                     /* slots holding an object or a zombie */
+    bool fixed;                      /* one of them never moves (movable_p): the page cannot empty */
 };
 
+/* GC.compact's order: pages that cannot empty first, then the others; densest first among
+ * each. *Why fixed pages first*: whatever moves, such a page stays (often a sparse one, holding
+ * a few objects pinned since boot, or Symbols), so its free slots are the best destinations and
+ * evacuating it frees nothing; ordered by fill alone it was taken for a source, and the pages
+ * that could empty found no room in the dense ones. */
 static int
-fill_desc(const void *a, const void *b)
+order_compact(const void *a, const void *b)
 {
-    size_t x = ((const struct page_fill *)a)->used, y = ((const struct page_fill *)b)->used;
-    return x < y ? 1 : x > y ? -1 : 0;
+    const struct page_fill *x = a, *y = b;
+    if (x->fixed != y->fixed) return x->fixed ? -1 : 1;
+    return x->used < y->used ? 1 : x->used > y->used ? -1 : 0;
 }
 
+/* verify_compaction_references(toward: :empty): emptiest first, so that objects leave the
+ * densest pages (and, with expand_heap, every movable object moves). */
 static int
-fill_asc(const void *a, const void *b)
+order_toward_empty(const void *a, const void *b)
 {
-    return -fill_desc(a, b);
+    const struct page_fill *x = a, *y = b;
+    return x->used < y->used ? -1 : x->used > y->used ? 1 : 0;
 }
 
-static size_t
-page_used(struct mosaic_page *page)
+static struct page_fill
+page_fill(struct mosaic_page *page)
 {
-    size_t used = 0;
+    struct page_fill fill = { page, 0, false };
     for (size_t i = 0; i < page->total_slots; i++) {
-        if (RBASIC(page->start + i * page->slot_size)->flags != 0) used++;
+        VALUE obj = (VALUE)(page->start + i * page->slot_size);
+        if (RBASIC(obj)->flags == 0) continue;
+        fill.used++;
+        if (!fill.fixed && !movable_p(page, mosaic_bit_index(obj), obj)) fill.fixed = true;
     }
-    return used;
+    return fill;
 }
 
-/* One class during a compaction: its pages in the order the fingers walk them (densest first;
- * emptiest first toward: :empty) and the two fingers. order[s] is the next page to evacuate
+/* One class during a compaction: its pages in the order the fingers walk them (order_compact,
+ * or order_toward_empty) and the two fingers. order[s] is the next page to evacuate
  * (back finger), order[s+1..] were evacuated; free slots are taken from order[d..s-1], from
  * slot `cursor` of order[d] on (front finger). Once d reaches s the fingers have met: the
  * class takes no more objects, its own or other classes'. So an object that moved is never
@@ -210,11 +223,8 @@ fingers_init(mosaic_objspace_t *objspace, struct fingers *f, struct mosaic_heap 
     memset(f, 0, sizeof(*f));
     size_t n = heap->page_count;
     if (n < 2 || !(f->order = malloc(n * sizeof(*f->order)))) return;
-    for (size_t j = 0; j < n; j++) {
-        f->order[j].page = heap->pages[j];
-        f->order[j].used = page_used(heap->pages[j]);
-    }
-    qsort(f->order, n, sizeof(*f->order), objspace->compact_toward_empty ? fill_asc : fill_desc);
+    for (size_t j = 0; j < n; j++) f->order[j] = page_fill(heap->pages[j]);
+    qsort(f->order, n, sizeof(*f->order), objspace->compact_toward_empty ? order_toward_empty : order_compact);
     f->s = n - 1;
 }
 

@@ -346,6 +346,41 @@ class TestMosaicCompact < Test::Unit::TestCase
     RUBY
   end
 
+  # GC.compact fills pages that cannot empty (they hold an object that never moves: here
+  # dynamic Symbols) before the pages whose objects can all move, so those empty. (Ordered by
+  # fill alone, the sparse Symbol pages were evacuated first and kept their free slots.)
+  def test_pages_that_cannot_empty_are_filled_first
+    assert_gc_script(PRELUDE + <<~'RUBY')
+      def page(o) = addr(o).to_i(16) & ~0xffff
+      srand(1)
+      GC.start
+      GC.disable                    # fresh pages in allocation order: no hole is reused
+      syms = []
+      junk = nil
+      (1637 * 8).times { |i| if i % 800 == 0 then syms << :"fixed_sym_#{i}" else junk = "junk #{i}" end }
+      live = Array.new(20_000) { |i| "live #{i}" }
+      kept = live.select { rand < 0.5 }
+      live = junk = nil
+      GC.enable
+      GC.start
+      sym_pages = syms.map { page(_1) }.uniq
+      assert_operator kept.count { sym_pages.include?(page(_1)) }, :<, kept.size * 0.2
+      before = GC.stat_heap(0, :heap_eden_pages)
+      GC.compact
+      after = GC.stat_heap(0, :heap_eden_pages)
+      on_sym_pages = kept.count { sym_pages.include?(page(_1)) }
+      msg = "40 B pages #{before} -> #{after}; #{on_sym_pages} kept strings on the #{sym_pages.size} pages with Symbols"
+      if MOSAIC_GC
+        assert_operator after, :<=, before - kept.size / 1637, msg
+        assert_operator on_sym_pages, :>=, kept.size * 0.35, msg
+      end
+      assert_equal syms, syms.map { _1.to_s.to_sym }
+      srand(1)
+      assert_equal Array.new(20_000) { |i| "live #{i}" }.select { rand < 0.5 }, kept
+      GC.verify_internal_consistency
+    RUBY
+  end
+
   def test_auto_compact_flag_and_stats
     assert_gc_script(PRELUDE + <<~'RUBY')
       assert_equal false, GC.auto_compact
