@@ -3,8 +3,8 @@
  *
  * Owns: choosing what moves where (each object to the size class CRuby's
  * rb_gc_obj_optimal_size asks for, as the default GC's gc_compact_destination_pool; per class,
- * two fingers over its pages ordered by how full they are, all classes advancing a page per
- * round), moving one object (its slot bytes, its GC bits, the address-keyed tables that name it,
+ * the pages it keeps, planned from what every class holds and sends, and the pages it
+ * empties), moving one object (its slot bytes, its GC bits, the address-keyed tables that name it,
  * a T_OBJECT's shape when it changes class), forwarding slots (T_MOVED), updating every
  * reference after the moves, freeing the forwarding slots and the pages the moves emptied; the
  * counters behind GC.latest_compact_info (moved_up / moved_down: across classes) and GC.stat's
@@ -19,13 +19,15 @@
  *    has its pinned bit (mark.c clears pins only at the start of a major mark). A minor
  *    mark does not trace old objects, so it never compacts.
  *  - Never moved: pinned objects, zombies, T_SYMBOL (the default GC does not move symbols
- *    either). An object moves at most once per compaction: into a page before its class's back
- *    finger, which never passes it.
+ *    either). An object moves at most once per compaction: objects arrive only on kept pages,
+ *    bound for the class they arrive in; only objects bound elsewhere leave a kept page; the
+ *    meeting page is emptied only if nothing arrived on it, and closed to arrivals first.
  *  - An object moves to another class only when CRuby names a size for it
  *    (rb_gc_obj_optimal_size: strings, arrays, T_OBJECTs, hashes) that another class fits
- *    best, and only when that class still has room; a T_OBJECT only when CRuby rebuilds its
- *    shape under that class's root shape (the shape fixes its ivar capacity), set before any
- *    reference is updated. After the move, the content CRuby keeps inside the slot fits it: a
+ *    best, and only within the quota of that class's free slots; a T_OBJECT only when CRuby
+ *    rebuilds its shape under that class's root shape (the shape fixes its ivar capacity), set
+ *    before any reference is updated. Compaction never adds a page (but for
+ *    verify_compaction_references' expand_heap). After the move, the content CRuby keeps inside the slot fits it: a
  *    move down copies the smaller slot's bytes, which hold all of that content (that is what the
  *    optimal size measures); content kept outside the slot is re-embedded by CRuby's own
  *    update functions (rb_gc_update_object_references reads the new slot size through
@@ -158,14 +160,15 @@ move_object(mosaic_objspace_t *objspace, VALUE src, VALUE dest)
 struct page_fill {
     struct mosaic_page *page;
     size_t used;                     /* slots holding an object or a zombie */
-    bool fixed;                      /* one of them never moves (movable_p): the page cannot empty */
+    size_t staying;                  /* movable objects bound for the page's own class */
+    bool fixed;                      /* an object on it never moves (movable_p): it cannot empty */
 };
 
 /* GC.compact's order: pages that cannot empty first, then the others; densest first among
  * each. *Why fixed pages first*: whatever moves, such a page stays (often a sparse one, holding
- * a few objects pinned since boot, or Symbols), so its free slots are the best destinations and
- * evacuating it frees nothing; ordered by fill alone it was taken for a source, and the pages
- * that could empty found no room in the dense ones. */
+ * a few objects pinned since boot, or Symbols), so its free slots are the best destinations;
+ * ordered by fill alone it was taken for a page to empty, and the pages that could empty found
+ * no room in the dense ones. */
 static int
 order_compact(const void *a, const void *b)
 {
@@ -183,104 +186,159 @@ order_toward_empty(const void *a, const void *b)
     return x->used < y->used ? -1 : x->used > y->used ? 1 : 0;
 }
 
-static struct page_fill
-page_fill(struct mosaic_page *page)
-{
-    struct page_fill fill = { page, 0, false };
-    for (size_t i = 0; i < page->total_slots; i++) {
-        VALUE obj = (VALUE)(page->start + i * page->slot_size);
-        if (RBASIC(obj)->flags == 0) continue;
-        fill.used++;
-        if (!fill.fixed && !movable_p(page, mosaic_bit_index(obj), obj)) fill.fixed = true;
-    }
-    return fill;
-}
-
-/* One class during a compaction: its pages in the order the fingers walk them (order_compact,
- * or order_toward_empty) and the two fingers. order[s] is the next page to evacuate
- * (back finger), order[s+1..] were evacuated; free slots are taken from order[d..s-1], from
- * slot `cursor` of order[d] on (front finger). Once d reaches s the fingers have met: the
- * class takes no more objects, its own or other classes'. So an object that moved is never
- * moved again (it sits in a page before the back finger, which stops there), and no object
- * moves into a page that is being emptied. */
-struct fingers {
+/* One class during a compaction. Its pages are in order (order_compact, or order_toward_empty);
+ * order[0..keep-1] are kept: they take objects, their own class's and other classes', and lose
+ * only objects bound for another class; order[keep..] are emptied: every movable object on
+ * them moves. Free slots are taken in order from the kept pages (page d, from slot `cursor` on);
+ * once d reaches keep the class is full and takes no more. quota[to] is how many more of its
+ * objects may move to class `to` (plan_quotas). */
+struct class_plan {
     struct page_fill *order;
-    size_t d, cursor, s;
+    size_t n, keep, d, cursor;
+    size_t bound[MOSAIC_HEAP_COUNT]; /* movable objects bound for each other class */
+    size_t quota[MOSAIC_HEAP_COUNT];
+    size_t free_slots;
     bool touched;                    /* something moved out or in: its freelists are rebuilt */
 };
 
-static bool
-fingers_met(const struct fingers *f)
+/* The class obj moves to, from class h: destination_class, unless it is a T_OBJECT for which
+ * CRuby has no shape under that class's root shape (rb_gc_rebuild_shape; the shape fixes the ivar
+ * capacity): then its own. The rebuilt shape, if any, goes to *shape. */
+static int
+move_class(int h, VALUE obj, uint32_t *shape)
 {
-    return f->d >= f->s;
+    int to = destination_class(h, obj);
+    *shape = 0;
+    if (to != h && RB_BUILTIN_TYPE(obj) == T_OBJECT && (*shape = rb_gc_rebuild_shape(obj, (size_t)to)) == 0) return h;
+    return to;
 }
 
-/* The class's pages in order, fingers at both ends. A class with fewer than two pages, or
- * whose order cannot be malloc'd, starts with its fingers met: nothing moves out of it or in. */
+/* Measures the class's pages (objects, free slots, the movable objects bound for the class
+ * itself and for each other class) and orders them; counts the movable objects as considered.
+ * A class whose order cannot be malloc'd takes part in nothing (n = 0): compaction is optional. */
 static void
-fingers_init(mosaic_objspace_t *objspace, struct fingers *f, struct mosaic_heap *heap)
+plan_measure(mosaic_objspace_t *objspace, struct class_plan *plan, int h)
 {
-    memset(f, 0, sizeof(*f));
-    size_t n = heap->page_count;
-    if (n < 2 || !(f->order = malloc(n * sizeof(*f->order)))) return;
-    for (size_t j = 0; j < n; j++) f->order[j] = page_fill(heap->pages[j]);
-    qsort(f->order, n, sizeof(*f->order), objspace->compact_toward_empty ? order_toward_empty : order_compact);
-    f->s = n - 1;
+    struct mosaic_heap *heap = &objspace->heaps[h];
+    memset(plan, 0, sizeof(*plan));
+    if (heap->page_count == 0 || !(plan->order = malloc(heap->page_count * sizeof(*plan->order)))) return;
+    plan->n = heap->page_count;
+    for (size_t j = 0; j < plan->n; j++) {
+        struct mosaic_page *page = heap->pages[j];
+        struct page_fill fill = { page, 0, 0, false };
+        for (size_t i = 0; i < page->total_slots; i++) {
+            VALUE obj = (VALUE)(page->start + i * page->slot_size);
+            if (RBASIC(obj)->flags == 0) continue;
+            fill.used++;
+            if (!movable_p(page, mosaic_bit_index(obj), obj)) {
+                fill.fixed = true;
+                continue;
+            }
+            objspace->compact_considered[RB_BUILTIN_TYPE(obj)]++;
+            uint32_t shape;
+            int to = move_class(h, obj, &shape);
+            if (to == h) fill.staying++;
+            else plan->bound[to]++;
+        }
+        plan->free_slots += page->total_slots - fill.used;
+        plan->order[j] = fill;
+    }
+    qsort(plan->order, plan->n, sizeof(*plan->order),
+          objspace->compact_toward_empty ? order_toward_empty : order_compact);
 }
 
-/* The next free slot at the class's front finger, or 0 when the fingers met. */
-static VALUE
-take_free_slot(struct fingers *f)
+/* How many objects each class may send to each other: a class takes from the others as many as
+ * its free slots hold, from the larger classes first (a move down saves slot memory; a move up
+ * trades a larger slot for the malloc'd buffer it embeds). Returns, per class, the objects it
+ * takes (`accepted`) and those of its own that are bound elsewhere but find no room there
+ * (`excess`): they move within their class instead, when their page is emptied. */
+static void
+plan_quotas(struct class_plan *plans, size_t *accepted, size_t *excess)
 {
-    while (f->d < f->s) {
-        struct mosaic_page *page = f->order[f->d].page;
-        while (f->cursor < page->total_slots) {
-            VALUE v = (VALUE)(page->start + f->cursor++ * page->slot_size);
+    for (int to = 0; to < MOSAIC_HEAP_COUNT; to++) {
+        size_t room = plans[to].free_slots;
+        accepted[to] = 0;
+        for (int h = MOSAIC_HEAP_COUNT - 1; h >= 0; h--) {
+            if (h == to) continue;
+            size_t q = plans[h].bound[to] < room ? plans[h].bound[to] : room;
+            plans[h].quota[to] = q;
+            room -= q;
+            accepted[to] += q;
+            excess[h] += plans[h].bound[to] - q;
+        }
+    }
+}
+
+/* How many pages the class keeps: the fewest, in order, whose free slots take every object that
+ * stays in the class and is on the pages after them, the objects other classes send
+ * (`incoming`, at most its free slots: plan_quotas) and its own objects that find no room where
+ * they are bound. This is where a class's two fingers would meet, rounded up to a whole page:
+ * the last kept page is emptied as far as the room left allows once everything else moved
+ * (mosaic_compact). */
+static void
+plan_keep(struct class_plan *plan, size_t incoming)
+{
+    size_t after = 0, room = 0, keep = 0;
+    for (size_t j = 0; j < plan->n; j++) after += plan->order[j].staying;
+    while (keep < plan->n && room < after + incoming) {
+        struct page_fill *fill = &plan->order[keep++];
+        room += fill->page->total_slots - fill->used;
+        after -= fill->staying;
+    }
+    plan->keep = keep;
+}
+
+/* The next free slot of the class's kept pages, or 0 when they are full. */
+static VALUE
+take_free_slot(struct class_plan *plan)
+{
+    while (plan->d < plan->keep) {
+        struct mosaic_page *page = plan->order[plan->d].page;
+        while (plan->cursor < page->total_slots) {
+            VALUE v = (VALUE)(page->start + plan->cursor++ * page->slot_size);
             if (RBASIC(v)->flags == 0) return v;
         }
-        f->d++;
-        f->cursor = 0;
+        plan->d++;
+        plan->cursor = 0;
     }
     return 0;
 }
 
-/* Moves every movable object of `page`, at class h's back finger, to a free slot of the class
- * it belongs in (destination_class). An object bound for another class moves within its own
- * class instead when that class has no room left (its fingers met), or, for a T_OBJECT, when
- * CRuby has no shape for its instance variables under that class's root shape
- * (rb_gc_rebuild_shape: the shape fixes the ivar capacity, so it must be rebuilt for the new
- * slot). *Why within its class* (the default GC leaves it in place when the other class is
- * full): the page it sits on can still empty, as it would have before objects moved across
- * classes; the next compaction may find room where it belongs. Returns false when an object
- * found no slot in class h: h's fingers met, and the rest of the page stays. */
-static bool
-evacuate_page(mosaic_objspace_t *objspace, struct fingers *fingers, int h, struct mosaic_page *page)
+/* Moves the movable objects of `page`, of class h, to free slots of the kept pages of the class
+ * each moves to (move_class): on a kept page, only those bound for another class; on a page to
+ * empty, all of them. An object bound for another class beyond the quota (or, never expected,
+ * finding no slot there) moves within its own class if its page is emptied, else stays. *Why
+ * within its class* (the default GC leaves it in place when the other class is full): its page
+ * can still empty; the next compaction may find room where it belongs. An object never moves
+ * twice: objects only arrive on kept pages, where they are bound for the class they arrive in,
+ * and only objects bound elsewhere leave a kept page. */
+static void
+move_page(mosaic_objspace_t *objspace, struct class_plan *plans, int h, struct mosaic_page *page, bool emptying)
 {
     for (size_t i = 0; i < page->total_slots; i++) {
         VALUE obj = (VALUE)(page->start + i * page->slot_size);
         if (RBASIC(obj)->flags == 0) continue;
-        int type = RB_BUILTIN_TYPE(obj);
-        objspace->compact_considered[type]++;
         if (!movable_p(page, mosaic_bit_index(obj), obj)) continue;
 
-        int to = destination_class(h, obj);
-        uint32_t shape = 0;
+        int type = RB_BUILTIN_TYPE(obj);
+        uint32_t shape;
+        int to = move_class(h, obj, &shape);
+        if (to == h && !emptying) continue;
         VALUE dest = 0;
-        if (to != h && !fingers_met(&fingers[to]) &&
-                (type != T_OBJECT || (shape = rb_gc_rebuild_shape(obj, (size_t)to)) != 0)) {
-            dest = take_free_slot(&fingers[to]);
+        if (to != h && plans[h].quota[to] > 0 && (dest = take_free_slot(&plans[to])) != 0) {
+            plans[h].quota[to]--;
         }
         if (!dest) {
-            /* It belongs in class h, or where it belongs has no room or no shape for it. */
+            if (!emptying) continue;
             to = h;
             shape = 0;
-            if (!(dest = take_free_slot(&fingers[h]))) return false;
+            if (!(dest = take_free_slot(&plans[h]))) continue;
         }
         move_object(objspace, obj, dest);
         if (shape) rb_gc_set_shape(dest, shape);
 
         objspace->compact_moved[type]++;
-        fingers[h].touched = fingers[to].touched = true;
+        plans[h].touched = plans[to].touched = true;
         if (to != h) {
             struct mosaic_heap *from = &objspace->heaps[h], *into = &objspace->heaps[to];
             if (into->slot_size > from->slot_size) objspace->compact_moved_up[type]++;
@@ -292,21 +350,15 @@ evacuate_page(mosaic_objspace_t *objspace, struct fingers *fingers, int h, struc
             into->marked_slots++;
         }
     }
-    return true;
 }
 
 /* verify_compaction_references(expand_heap: true): enough empty pages in every class that
  * every movable object moves, as the default GC does: each class gets empty pages for every
- * object that belongs in it (destination_class), plus as many as the class with the most
- * pages holding objects has beyond its own. *Why the second term*: the back fingers of all
- * classes advance one page per round (mosaic_compact), and a class keeps taking objects from
- * the others only while its back finger has not reached the empty pages they need. Pages come
- * from the pool first. */
+ * object bound for it (destination_class), and two more. Pages come from the pool first. */
 static void
 expand_heaps(mosaic_objspace_t *objspace)
 {
-    size_t belong[MOSAIC_HEAP_COUNT] = { 0 }, holding[MOSAIC_HEAP_COUNT] = { 0 };
-    size_t empty[MOSAIC_HEAP_COUNT] = { 0 }, most = 0;
+    size_t belong[MOSAIC_HEAP_COUNT] = { 0 }, empty[MOSAIC_HEAP_COUNT] = { 0 };
     for (int h = 0; h < MOSAIC_HEAP_COUNT; h++) {
         struct mosaic_heap *heap = &objspace->heaps[h];
         for (size_t j = 0; j < heap->page_count; j++) {
@@ -318,14 +370,12 @@ expand_heaps(mosaic_objspace_t *objspace)
                 used++;
                 belong[destination_class(h, obj)]++;
             }
-            if (used) holding[h]++;
-            else empty[h]++;
+            if (!used) empty[h]++;
         }
-        if (holding[h] > most) most = holding[h];
     }
     for (int h = 0; h < MOSAIC_HEAP_COUNT; h++) {
         struct mosaic_heap *heap = &objspace->heaps[h];
-        size_t want = (most - holding[h]) + belong[h] / heap->slots_per_page + 2;
+        size_t want = belong[h] / heap->slots_per_page + 2;
         while (empty[h] < want) {
             struct mosaic_page *page = mosaic_pool_take(objspace, heap);
             if (!page) page = mosaic_page_new(objspace, heap);
@@ -397,11 +447,19 @@ free_forwarding_slots(mosaic_objspace_t *objspace, struct mosaic_heap *heap)
 }
 
 /* Compacts the heap. Inside a major collection (world stopped, during_gc), after its
- * complete sweep; no cache holds a slot. In rounds, as the default GC does: each round, every
- * class whose fingers have not met evacuates the page at its back finger, into whichever
- * classes its objects belong in; so every class's fingers meet after at most as many rounds
- * as it has pages, and the classes' back fingers advance together (an object bound for a class
- * finds room as long as that class has not finished). */
+ * complete sweep; no cache holds a slot. Planned first, then moved in three passes:
+ *  1. every class's pages are measured and ordered, the quotas between classes set
+ *     (plan_quotas) and the kept pages chosen knowing what the other classes send (plan_keep);
+ *  2. objects bound for another class leave the kept pages; then every page after the kept
+ *     ones is emptied, sparsest first;
+ *  3. the last kept page of each class (where its fingers meet) is emptied into the pages
+ *     before it, as far as their free slots allow: only while nothing arrived on it, that is
+ *     while the class's front finger has not reached it, and with every such page closed to
+ *     arrivals first. So no object moves twice.
+ * *Why planned* (the default GC advances every class's cursors a page at a time): a small
+ * class's cursors met after a few rounds, and the objects bound for it from a large class
+ * stayed where they were (hashes whose table became an st_table: 77 of 5000 moved down in a
+ * smoke run, 3641 planned). */
 void
 mosaic_compact(mosaic_objspace_t *objspace)
 {
@@ -416,26 +474,33 @@ mosaic_compact(mosaic_objspace_t *objspace)
     objspace->compacting = true;
 
     if (objspace->compact_expand) expand_heaps(objspace);
-    struct fingers fingers[MOSAIC_HEAP_COUNT];
-    for (int h = 0; h < MOSAIC_HEAP_COUNT; h++) fingers_init(objspace, &fingers[h], &objspace->heaps[h]);
+    struct class_plan plans[MOSAIC_HEAP_COUNT];
+    size_t accepted[MOSAIC_HEAP_COUNT], excess[MOSAIC_HEAP_COUNT] = { 0 };
+    for (int h = 0; h < MOSAIC_HEAP_COUNT; h++) plan_measure(objspace, &plans[h], h);
+    plan_quotas(plans, accepted, excess);
+    for (int h = 0; h < MOSAIC_HEAP_COUNT; h++) plan_keep(&plans[h], accepted[h] + excess[h]);
 
-    for (bool active = true; active;) {
-        active = false;
-        for (int h = 0; h < MOSAIC_HEAP_COUNT; h++) {
-            struct fingers *f = &fingers[h];
-            if (fingers_met(f)) continue;
-            active = true;
-            if (evacuate_page(objspace, fingers, h, f->order[f->s].page)) f->s--;
-            else MOSAIC_ASSERT(fingers_met(f));
-        }
+    for (int h = 0; h < MOSAIC_HEAP_COUNT; h++) {
+        for (size_t j = 0; j < plans[h].keep; j++) move_page(objspace, plans, h, plans[h].order[j].page, false);
+    }
+    for (int h = 0; h < MOSAIC_HEAP_COUNT; h++) {
+        for (size_t j = plans[h].n; j-- > plans[h].keep;) move_page(objspace, plans, h, plans[h].order[j].page, true);
+    }
+    bool meet[MOSAIC_HEAP_COUNT];
+    for (int h = 0; h < MOSAIC_HEAP_COUNT; h++) {
+        meet[h] = plans[h].keep >= 2 && plans[h].d < plans[h].keep - 1;
+        if (meet[h]) plans[h].keep--;
+    }
+    for (int h = 0; h < MOSAIC_HEAP_COUNT; h++) {
+        if (meet[h]) move_page(objspace, plans, h, plans[h].order[plans[h].keep].page, true);
     }
     size_t total = 0;
     for (int t = 0; t <= RUBY_T_MASK; t++) total += objspace->compact_moved[t];
 
     if (total > 0) update_references(objspace);
     for (int h = 0; h < MOSAIC_HEAP_COUNT; h++) {
-        if (fingers[h].touched || objspace->compact_expand) free_forwarding_slots(objspace, &objspace->heaps[h]);
-        free(fingers[h].order);
+        if (plans[h].touched || objspace->compact_expand) free_forwarding_slots(objspace, &objspace->heaps[h]);
+        free(plans[h].order);
     }
 
     objspace->compacting = false;
