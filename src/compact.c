@@ -159,8 +159,9 @@ move_object(mosaic_objspace_t *objspace, VALUE src, VALUE dest)
 
 struct page_fill {
     struct mosaic_page *page;
-    size_t used;                     /* slots holding an object or a zombie */
-    size_t staying;                  /* movable objects bound for the page's own class */
+    uint32_t used;                   /* slots holding an object or a zombie */
+    uint32_t staying;                /* movable objects bound for the page's own class */
+    uint32_t leaving[MOSAIC_HEAP_COUNT];  /* movable objects bound for each other class */
     bool fixed;                      /* an object on it never moves (movable_p): it cannot empty */
 };
 
@@ -195,9 +196,10 @@ order_toward_empty(const void *a, const void *b)
 struct class_plan {
     struct page_fill *order;
     size_t n, keep, d, cursor;
-    size_t bound[MOSAIC_HEAP_COUNT]; /* movable objects bound for each other class */
+    size_t bound[MOSAIC_HEAP_COUNT]; /* movable objects bound for each other class, all pages */
     size_t quota[MOSAIC_HEAP_COUNT];
     size_t free_slots;
+    size_t accepted;                 /* objects the other classes may send it (plan_quotas) */
     bool touched;                    /* something moved out or in: its freelists are rebuilt */
 };
 
@@ -225,7 +227,7 @@ plan_measure(mosaic_objspace_t *objspace, struct class_plan *plan, int h)
     plan->n = heap->page_count;
     for (size_t j = 0; j < plan->n; j++) {
         struct mosaic_page *page = heap->pages[j];
-        struct page_fill fill = { page, 0, 0, false };
+        struct page_fill fill = { .page = page };
         for (size_t i = 0; i < page->total_slots; i++) {
             VALUE obj = (VALUE)(page->start + i * page->slot_size);
             if (RBASIC(obj)->flags == 0) continue;
@@ -237,8 +239,13 @@ plan_measure(mosaic_objspace_t *objspace, struct class_plan *plan, int h)
             objspace->compact_considered[RB_BUILTIN_TYPE(obj)]++;
             uint32_t shape;
             int to = move_class(h, obj, &shape);
-            if (to == h) fill.staying++;
-            else plan->bound[to]++;
+            if (to == h) {
+                fill.staying++;
+            }
+            else {
+                fill.leaving[to]++;
+                plan->bound[to]++;
+            }
         }
         plan->free_slots += page->total_slots - fill.used;
         plan->order[j] = fill;
@@ -249,41 +256,47 @@ plan_measure(mosaic_objspace_t *objspace, struct class_plan *plan, int h)
 
 /* How many objects each class may send to each other: a class takes from the others as many as
  * its free slots hold, from the larger classes first (a move down saves slot memory; a move up
- * trades a larger slot for the malloc'd buffer it embeds). Returns, per class, the objects it
- * takes (`accepted`) and those of its own that are bound elsewhere but find no room there
- * (`excess`): they move within their class instead, when their page is emptied. */
+ * trades a larger slot for the malloc'd buffer it embeds). An object beyond the quota moves
+ * within its own class when its page is emptied, else stays. */
 static void
-plan_quotas(struct class_plan *plans, size_t *accepted, size_t *excess)
+plan_quotas(struct class_plan *plans)
 {
     for (int to = 0; to < MOSAIC_HEAP_COUNT; to++) {
         size_t room = plans[to].free_slots;
-        accepted[to] = 0;
         for (int h = MOSAIC_HEAP_COUNT - 1; h >= 0; h--) {
             if (h == to) continue;
             size_t q = plans[h].bound[to] < room ? plans[h].bound[to] : room;
             plans[h].quota[to] = q;
             room -= q;
-            accepted[to] += q;
-            excess[h] += plans[h].bound[to] - q;
+            plans[to].accepted += q;
         }
     }
 }
 
-/* How many pages the class keeps: the fewest, in order, whose free slots take every object that
- * stays in the class and is on the pages after them, the objects other classes send
- * (`incoming`, at most its free slots: plan_quotas) and its own objects that find no room where
- * they are bound. This is where a class's two fingers would meet, rounded up to a whole page:
- * the last kept page is emptied as far as the room left allows once everything else moved
- * (mosaic_compact). */
+/* How many pages the class keeps: the fewest, in order, whose free slots take what the pages
+ * after them send to the class itself (the objects staying in it, and those bound elsewhere
+ * beyond the quota: the pages to empty use the quota first, mosaic_compact) and what the other
+ * classes send (`accepted`). This is where a class's two fingers would meet, rounded up to a
+ * whole page: the last kept page is emptied as far as the room left allows once everything
+ * else moved (mosaic_compact). */
 static void
-plan_keep(struct class_plan *plan, size_t incoming)
+plan_keep(struct class_plan *plan)
 {
-    size_t after = 0, room = 0, keep = 0;
-    for (size_t j = 0; j < plan->n; j++) after += plan->order[j].staying;
-    while (keep < plan->n && room < after + incoming) {
-        struct page_fill *fill = &plan->order[keep++];
+    size_t after = 0, room = 0, keep = 0, leaving[MOSAIC_HEAP_COUNT] = { 0 };
+    for (size_t j = 0; j < plan->n; j++) {
+        after += plan->order[j].staying;
+        for (int to = 0; to < MOSAIC_HEAP_COUNT; to++) leaving[to] += plan->order[j].leaving[to];
+    }
+    for (;; keep++) {
+        size_t excess = 0;
+        for (int to = 0; to < MOSAIC_HEAP_COUNT; to++) {
+            if (leaving[to] > plan->quota[to]) excess += leaving[to] - plan->quota[to];
+        }
+        if (keep == plan->n || room >= after + excess + plan->accepted) break;
+        struct page_fill *fill = &plan->order[keep];
         room += fill->page->total_slots - fill->used;
         after -= fill->staying;
+        for (int to = 0; to < MOSAIC_HEAP_COUNT; to++) leaving[to] -= fill->leaving[to];
     }
     plan->keep = keep;
 }
@@ -447,11 +460,11 @@ free_forwarding_slots(mosaic_objspace_t *objspace, struct mosaic_heap *heap)
 }
 
 /* Compacts the heap. Inside a major collection (world stopped, during_gc), after its
- * complete sweep; no cache holds a slot. Planned first, then moved in three passes:
+ * complete sweep; no cache holds a slot. Planned first, then moved:
  *  1. every class's pages are measured and ordered, the quotas between classes set
  *     (plan_quotas) and the kept pages chosen knowing what the other classes send (plan_keep);
- *  2. objects bound for another class leave the kept pages; then every page after the kept
- *     ones is emptied, sparsest first;
+ *  2. every page after the kept ones is emptied, sparsest first; then the objects bound for
+ *     another class leave the kept pages, within what is left of the quotas;
  *  3. the last kept page of each class (where its fingers meet) is emptied into the pages
  *     before it, as far as their free slots allow: only while nothing arrived on it, that is
  *     while the class's front finger has not reached it, and with every such page closed to
@@ -475,16 +488,15 @@ mosaic_compact(mosaic_objspace_t *objspace)
 
     if (objspace->compact_expand) expand_heaps(objspace);
     struct class_plan plans[MOSAIC_HEAP_COUNT];
-    size_t accepted[MOSAIC_HEAP_COUNT], excess[MOSAIC_HEAP_COUNT] = { 0 };
     for (int h = 0; h < MOSAIC_HEAP_COUNT; h++) plan_measure(objspace, &plans[h], h);
-    plan_quotas(plans, accepted, excess);
-    for (int h = 0; h < MOSAIC_HEAP_COUNT; h++) plan_keep(&plans[h], accepted[h] + excess[h]);
+    plan_quotas(plans);
+    for (int h = 0; h < MOSAIC_HEAP_COUNT; h++) plan_keep(&plans[h]);
 
     for (int h = 0; h < MOSAIC_HEAP_COUNT; h++) {
-        for (size_t j = 0; j < plans[h].keep; j++) move_page(objspace, plans, h, plans[h].order[j].page, false);
+        for (size_t j = plans[h].n; j-- > plans[h].keep;) move_page(objspace, plans, h, plans[h].order[j].page, true);
     }
     for (int h = 0; h < MOSAIC_HEAP_COUNT; h++) {
-        for (size_t j = plans[h].n; j-- > plans[h].keep;) move_page(objspace, plans, h, plans[h].order[j].page, true);
+        for (size_t j = 0; j < plans[h].keep; j++) move_page(objspace, plans, h, plans[h].order[j].page, false);
     }
     bool meet[MOSAIC_HEAP_COUNT];
     for (int h = 0; h < MOSAIC_HEAP_COUNT; h++) {

@@ -165,6 +165,33 @@ class TestMosaicCompact < Test::Unit::TestCase
     RUBY
   end
 
+  # GC.compact (not only verify_compaction_references) moves objects across classes wherever
+  # they are: all the hashes whose table became an st_table leave the 160 B class for the free
+  # slots of the 80 B class. (The default GC, whose cursors advance a page per class per round,
+  # moved about half of them here: each class stops taking objects once its cursors met.)
+  def test_gc_compact_moves_objects_into_a_small_class
+    assert_gc_script(PRELUDE + <<~'RUBY')
+      srand(3)
+      GC.start
+      fill = Array.new(818 * 40) { |i| [i, i, i, i, i, i] }       # 80 B slots, where they belong
+      keep80 = fill.select { rand < 0.1 }
+      fill = nil
+      hashes = Array.new(20_000) { |i| h = { a: 1, b: 2, c: 3, d: 4, e: 5, f: 6, g: 7, h: 8 }; h[:i] = i; h }
+      GC.start
+      pages = GC.stat(:heap_eden_pages)
+      info = GC.compact
+      after = GC.stat(:heap_eden_pages)
+      if MOSAIC_GC
+        assert_operator info[:moved_down][:T_HASH] || 0, :>=, 19_000, info.inspect
+        assert_operator after, :<, pages
+        assert_operator hashes.count { slot(_1) == BASE * 2 }, :>=, 19_000
+      end
+      hashes.each_with_index { |h, i| assert_equal 9, h.size; assert_equal i, h[:i]; assert_equal 8, h[:h] }
+      keep80.each { |a| assert_equal [a[0]] * 6, a }
+      GC.verify_internal_consistency
+    RUBY
+  end
+
   # latest_compact_info counts a move across classes once, under moved_up or moved_down, and
   # also under moved; types CRuby gives no size (classes, procs...) never change class.
   def test_latest_compact_info_counts_moves_across_classes
