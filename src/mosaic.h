@@ -168,6 +168,11 @@ struct mosaic_heap {
 
     size_t total_allocated_objects;  /* flushed from caches */
     size_t total_freed_objects;
+    /* Compaction across classes (compact.c): objects that moved into / out of this class. The
+     * class holds allocated + moved_in - freed - moved_out objects (mosaic_heap_used_slots);
+     * the sums over all classes are equal, so whole-heap figures need neither. */
+    size_t moved_in_objects;
+    size_t moved_out_objects;
     size_t total_allocated_pages;
     size_t total_freed_pages;
 };
@@ -335,6 +340,8 @@ typedef struct mosaic_objspace {
     bool updating_references;        /* rb_gc_impl_mark_and_move updates instead of marking */
     size_t compact_considered[RUBY_T_MASK + 1];  /* latest compaction, per type */
     size_t compact_moved[RUBY_T_MASK + 1];
+    size_t compact_moved_up[RUBY_T_MASK + 1];    /* ... of which into a larger class */
+    size_t compact_moved_down[RUBY_T_MASK + 1];  /* ... of which into a smaller class */
 
     /* Finalization. */
     st_table *finalizer_table;       /* obj -> hidden Array of finalizer procs */
@@ -432,6 +439,15 @@ static inline bool
 mosaic_old_p(VALUE obj)
 {
     return mosaic_bit_test(mosaic_page_of(obj)->old_bits, mosaic_bit_index(obj));
+}
+
+/* Objects (live, zombies, garbage not swept yet) in the class, given the objects ever
+ * allocated in it (`allocated`: heap->total_allocated_objects, plus what caches hold when they
+ * were not flushed). Objects compaction moved across classes count where they are now. */
+static inline size_t
+mosaic_heap_used_slots(const struct mosaic_heap *heap, size_t allocated)
+{
+    return (allocated + heap->moved_in_objects) - (heap->total_freed_objects + heap->moved_out_objects);
 }
 
 /* The largest count or byte size Mosaic keeps: a Fixnum, so that GC.stat and friends never

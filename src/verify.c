@@ -16,7 +16,10 @@
  *  - compaction (compact.c): no T_MOVED slot is left once a collection ended, so no live
  *    object refers to one (the edge check above reports a reference to a T_MOVED or to a
  *    freed forwarding slot), and every key of the address-keyed tables (object ids both
- *    ways, finalizers) names a live object or a zombie with the matching flag.
+ *    ways, finalizers) names a live object or a zombie with the matching flag;
+ *  - every object's content that CRuby keeps inside the slot fits the slot (compaction moves
+ *    objects across size classes): an embedded string, array or T_OBJECT, and every hash
+ *    (whose table lives in its slot), needs at most its slot size (rb_gc_obj_optimal_size).
  * Returns the number of problems; each is printed to stderr. With raise_on_error it calls
  * rb_bug on the first inconsistent heap, so a core file shows the state.
  */
@@ -79,6 +82,29 @@ mosaic_verify_edge(mosaic_objspace_t *objspace, VALUE child, bool weak)
     }
 }
 
+/* Whether what CRuby keeps inside `obj`'s slot fits it. Content kept outside (a string, array
+ * or T_OBJECT that is not embedded) is not asked about: its optimal size may be larger. */
+static bool
+content_fits_slot(VALUE obj, size_t slot_size)
+{
+    switch (RB_BUILTIN_TYPE(obj)) {
+      case T_STRING:
+        if (RB_FL_TEST_RAW(obj, RSTRING_NOEMBED)) return true;
+        break;
+      case T_ARRAY:
+        if (!RB_FL_TEST_RAW(obj, RARRAY_EMBED_FLAG)) return true;
+        break;
+      case T_OBJECT:
+        if (!RB_FL_TEST_RAW(obj, ROBJECT_EMBED)) return true;
+        break;
+      case T_HASH:
+        break;
+      default:
+        return true;
+    }
+    return rb_gc_obj_optimal_size(obj) <= slot_size;
+}
+
 static void
 verify_page(struct verify_ctx *ctx, struct mosaic_page *page, size_t *live, size_t *zombies)
 {
@@ -119,6 +145,10 @@ verify_page(struct verify_ctx *ctx, struct mosaic_page *page, size_t *live, size
             continue;
         }
         (*live)++;
+        if (!content_fits_slot(obj, page->slot_size)) {
+            report(ctx, "%p (type 0x%x) needs %zu bytes in its %u-byte slot", (void *)obj,
+                   (unsigned)RB_BUILTIN_TYPE(obj), rb_gc_obj_optimal_size(obj), page->slot_size);
+        }
         size_t bit = mosaic_bit_index(obj);
         ctx->parent = obj;
         ctx->parent_needs_barrier = ctx->objspace->params.generational &&
