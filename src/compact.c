@@ -305,7 +305,10 @@ mosaic_compact(mosaic_objspace_t *objspace)
         moved[h] = compact_heap(objspace, &objspace->heaps[h]);
         total += moved[h];
     }
-    if (total > 0) update_references(objspace);
+    if (total > 0) {
+        update_references(objspace);
+        objspace->verify_roots_due = true;   /* the next heap check looks at the roots too */
+    }
     for (int h = 0; h < MOSAIC_HEAP_COUNT; h++) {
         if (moved[h] > 0 || objspace->compact_expand) free_forwarding_slots(objspace, &objspace->heaps[h]);
     }

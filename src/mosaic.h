@@ -326,6 +326,7 @@ typedef struct mosaic_objspace {
     bool compact_expand;             /* verify_compaction_references(expand_heap/double_heap): add empty pages first */
     bool compacting;                 /* objects are moving; T_MOVED slots exist */
     bool updating_references;        /* rb_gc_impl_mark_and_move updates instead of marking */
+    bool verify_roots_due;           /* objects moved since the latest heap check: check the roots too (verify.c) */
     size_t compact_considered[RUBY_T_MASK + 1];  /* latest compaction, per type */
     size_t compact_moved[RUBY_T_MASK + 1];
 
@@ -608,6 +609,7 @@ void mosaic_each_objects(mosaic_objspace_t *objspace, int (*callback)(void *, vo
 
 /* verify.c: the heap checker */
 size_t mosaic_verify_heap(mosaic_objspace_t *objspace, bool raise_on_error);
+size_t mosaic_verify_roots(mosaic_objspace_t *objspace);
 void mosaic_verify_edge(mosaic_objspace_t *objspace, VALUE child, bool weak);
 void mosaic_define_verify(void);
 
