@@ -52,10 +52,10 @@ module DiffGen
       fin_shrink: 1, counted: 2, fiber_new: 2, fiber_poke: 3, fiber_end: 1, threads: 2,
       ractor: 2, bg_start: 2, bg_poke: 2, bg_stop: 1, fork: 2, stress: 1, disabled: 2,
       check: 5, check_gone: 2, old_map_young: 6, ractor_fork: 2,
-      compact: 5, auto_compact: 2, held: 4, walk_compact: 1
+      compact: 4, auto_compact: 2, held: 4, walk_compact: 1, warmup: 1, alloc_trace: 1, fin_compact: 1
     }.freeze
     TOTAL = WEIGHTS.values.sum
-    FIN_STEPS = %i[fin fin_undef fin_shrink fin_slot].freeze
+    FIN_STEPS = %i[fin fin_undef fin_shrink fin_slot fin_compact].freeze
     RACTOR_STEPS = %i[ractor bg_start bg_poke bg_stop ractor_fork].freeze
 
     def run(n)
@@ -139,7 +139,7 @@ module DiffGen
     def bg_stop = call(:bg_stop, slot)
     def fork = call(:fork_check, sd)
     def stress = call(:stress, pick([true, true, 1, 2, 4]), pick([3, 10, 20]), sd)
-    def disabled = call(:disabled, pick([100, 1000, 5000]), sd, bool)
+    def disabled = call(:disabled, pick([100, 1000, 5000]), sd, pick([true, false, false, :compact]))
     def check = call(:check)
 
     # Compaction: GC.compact and verify_compaction_references of every kind (prelude's
@@ -148,7 +148,10 @@ module DiffGen
     def compact = call(:compact, pick([0, 0, 1, 1, 2, 3, 4]))
     def auto_compact = call(:auto_compact, bool, pick([0, 1, 2]))
     def held = call(:held, slot, pick([1, 6, 30, 200]), sd, pick([nil, nil, 0, 1, 2, 3, 4]), !@ractors)
-    def walk_compact = call(:walk_compact, pick([0, 1]))
+    def walk_compact = call(bool ? :walk_compact : :walk_compact_ext, pick([0, 1]))
+    def warmup = call(:warmup)
+    def alloc_trace = call(:alloc_trace, pick([10, 100, 1000]), sd, pick([0, 1, 2]))
+    def fin_compact = call(:fin_compact, pick([1, 2]), sd)
     def check_gone = call(:check_gone)
 
     # fork while another Ractor is alive (and maybe busy right before).

@@ -511,6 +511,59 @@ module S
     out "walk_compact: ok"
   end
 
+  # The same inside an external walk (an Enumerator suspended in ObjectSpace.each_object): the
+  # compaction happens between two steps of the walk.
+  def self.walk_compact_ext(kind)
+    e = ObjectSpace.each_object(DTTagged)
+    bad = 0
+    begin
+      o = e.next
+      compact(kind)
+      4.times do
+        bad += 1 unless DTTagged === o && o.t.is_a?(Integer)
+        o = e.next
+      end
+    rescue StopIteration
+    end
+    e = o = nil
+    err "walk_compact_ext: #{bad} objects yielded by a walk suspended over a compaction were not intact" if bad > 0
+    out "walk_compact_ext: ok"
+  end
+
+  # Process.warmup: a full, compacting GC that promotes everything and gives empty pages back.
+  def self.warmup
+    out "warmup: #{Process.warmup.inspect}"
+  end
+
+  # Allocation tracing (ext/objspace keeps a table keyed by object address, re-keyed by its
+  # dcompact when an object moves): every traced object keeps its file and line across moves.
+  def self.alloc_trace(n, seed, kind)
+    require "objspace"
+    r = rng(seed)
+    line = nil
+    ObjectSpace.trace_object_allocations do
+      objs = Array.new(n) { |i| line = __LINE__; i.even? ? DTVal.new(tag, r.rand(4)) : "s#{i}" * r.rand(100) }
+      compact(kind)
+      bad = objs.count { |o| ObjectSpace.allocation_sourceline(o) != line || ObjectSpace.allocation_sourcefile(o) != __FILE__ }
+      err "alloc_trace: #{bad} of #{n} objects lost their allocation site across a compaction" if bad > 0
+      out "alloc_trace: #{n} #{B.dig(objs)}"
+    end
+  end
+
+  # Finalizers that compact (outside the GC, in the finalizer job): n objects dropped at once.
+  def self.fin_compact(n, seed)
+    r = rng(seed)
+    n.times do
+      o = DTFin.new(0, r.rand(30))
+      define_fin(o, false)
+      ObjectSpace.define_finalizer(o, compact_proc)   # a second one, not counted
+    end
+    Array.new(2000) { |i| "fc#{i}" }
+    nil
+  end
+
+  def self.compact_proc = proc { GC.compact unless $exiting }   # (made here: it captures no object)
+
   # A "held" bundle: objects that must keep their identity through moves, held in every way a
   # program can hold an object: object ids taken before and after the move, _id2ref, Object#hash,
   # Hash keys (eql?/hash) and compare_by_identity keys, WeakMap and WeakKeyMap entries,
@@ -741,7 +794,7 @@ module S
   def self.disabled(n, seed, start)
     was = GC.disable
     a = B.wide(rng(seed), n)
-    GC.start if start
+    start == :compact ? GC.compact : (GC.start if start)   # both run while GC is disabled
     now = GC.enable
     out "disabled: #{was} #{now} #{B.dig(a)}"
   end
