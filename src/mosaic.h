@@ -220,6 +220,7 @@ struct mosaic_params {
     double oldobject_limit_factor;
     double wb_unprotected_limit_ratio;
     size_t stress_minor_every;       /* checking build: MOSAIC_STRESS_MINOR=N, a GC every N allocations */
+    bool stress_compact;             /* checking build: MOSAIC_STRESS_COMPACT=1, those GCs compact (alloc.c) */
     bool trace;                      /* MOSAIC_TRACE=1: one line per GC on stderr (memory.c) */
     bool memory_report;              /* MOSAIC_MEMORY_REPORT=1: breakdown at exit and at peak */
     size_t memory_limit;             /* MOSAIC_MEMORY_LIMIT / GC.config(memory_limit:); 0: none */
@@ -301,6 +302,7 @@ typedef struct mosaic_objspace {
     int heap_walk_depth;             /* > 0: pages must not be freed (a walk holds a snapshot) */
     bool malloc_gc_pending;          /* malloc limit crossed without the GVL */
     size_t stress_minor_countdown;   /* checking build: allocations left before a forced GC */
+    size_t stress_compactions;       /* checking build: MOSAIC_STRESS_COMPACT's compactions so far */
     size_t stress_verified_at;       /* total allocations at the last verification (checking build) */
     rb_event_flag_t hook_events;
 
