@@ -7,6 +7,9 @@
 $stdout.sync = true
 Warning[:experimental] = false
 require "zlib"
+# Loaded before any Ractor runs: ext/objspace's allocation tracing set up after a Ractor has run
+# misses most allocations (CRuby 3.4.5, under either GC; how many depends on when GCs happen).
+require "objspace"
 
 # Tagged objects: keys and values of weak maps, pool objects. Every one has a unique tag @t.
 module DTTagged
@@ -538,7 +541,6 @@ module S
   # Allocation tracing (ext/objspace keeps a table keyed by object address, re-keyed by its
   # dcompact when an object moves): every traced object keeps its file and line across moves.
   def self.alloc_trace(n, seed, kind)
-    require "objspace"
     r = rng(seed)
     line = nil
     ObjectSpace.trace_object_allocations do
