@@ -526,6 +526,7 @@ module S
         bad += 1 unless DTTagged === o && o.t.is_a?(Integer)
         o = e.next
       end
+      loop { e.next }   # end the walk (a suspended one keeps Mosaic from compacting)
     rescue StopIteration
     end
     e = o = nil
@@ -564,7 +565,17 @@ module S
     nil
   end
 
-  def self.compact_proc = proc { GC.compact unless $exiting }   # (made here: it captures no object)
+  def self.compact_proc = proc { GC.compact unless $exiting || $walking }   # (made here: it captures no object)
+
+  # A heap walk whose counts are checked: no finalizer compacts during it (the default GC moves
+  # objects under a walk, which can then miss one; walk_compact is where that is allowed).
+  def self.walking
+    was = $walking
+    $walking = true
+    yield
+  ensure
+    $walking = was
+  end
 
   # A "held" bundle: objects that must keep their identity through moves, held in every way a
   # program can hold an object: object ids taken before and after the move, _id2ref, Object#hash,
@@ -742,7 +753,7 @@ module S
     bad << "fiber-local of the main thread" unless Thread.current[b.tlkey].equal?(objs[-1])
     unless $multi_ractor   # then each_object yields shareable objects only
       found = {}.compare_by_identity
-      ObjectSpace.each_object(DTHeld) { |o| found[o] = true }
+      walking { ObjectSpace.each_object(DTHeld) { |o| found[o] = true } }
       bad << "each_object(DTHeld) missed held objects" unless objs.all? { |o| !(DTHeld === o) || found[o] }
     end
     bad.uniq.first(3).each { |x| err "held slot #{slot}: #{x}" }
@@ -1369,15 +1380,17 @@ module S
   def self.check_each_object(gone)
     bad = 0
     found = {}.compare_by_identity
-    ObjectSpace.each_object(DTKey) { |o| found[o] = true }
-    ObjectSpace.each_object(DTCounted) { |o| found[o] = true }
+    walking do
+      ObjectSpace.each_object(DTKey) { |o| found[o] = true }
+      ObjectSpace.each_object(DTCounted) { |o| found[o] = true }
+    end
     miss = $pool.count { |o| o.is_a?(DTKey) && !found[o] } + $counted.count { |o| !found[o] }
     if miss > 0
       bad += 1
       err "each_object missed #{miss} held objects"
     end
     if gone
-      c = ObjectSpace.each_object(DTCounted).count
+      c = walking { ObjectSpace.each_object(DTCounted).count }
       ok = c >= $counted.size && c <= $counted.size + $counted_dropped / 10 + 16
       out "  counted: held=#{$counted.size} dead-gone=#{ok}"
       err "each_object(DTCounted) found #{c}, #{$counted.size} held, #{$counted_dropped} dropped" unless ok
