@@ -203,12 +203,25 @@ new_obj_slow_checks(mosaic_objspace_t *objspace)
 
 #if MOSAIC_CHECK
 /* MOSAIC_STRESS_MINOR's collection. The next interval is computed under the VM lock: the live
- * count walks every Ractor's cache, and the list of Ractors changes only under that lock. */
+ * count walks every Ractor's cache, and the list of Ractors changes only under that lock.
+ * With MOSAIC_STRESS_COMPACT=1 it is a major GC that compacts, every other one toward the
+ * emptiest pages (as verify_compaction_references(toward: :empty)) so that objects move even in
+ * a heap already compacted: objects move at every kind of allocation point, and each move is
+ * verified (as after any GC of the checking build). */
 static void
 stress_minor_collect(mosaic_objspace_t *objspace)
 {
     unsigned int lev = rb_gc_vm_lock();
-    mosaic_collect(objspace, MOSAIC_REASON_STRESS);
+    if (objspace->params.stress_compact) {
+        objspace->compact_next = true;
+        objspace->compact_toward_empty = (objspace->stress_compactions++ & 1) != 0;
+        mosaic_collect(objspace, MOSAIC_REASON_STRESS | MOSAIC_REASON_FULL_MARK);
+        objspace->compact_next = false;
+        objspace->compact_toward_empty = false;
+    }
+    else {
+        mosaic_collect(objspace, MOSAIC_REASON_STRESS);
+    }
     size_t interval = mosaic_live_slots(objspace) / 32;
     if (interval < objspace->params.stress_minor_every) interval = objspace->params.stress_minor_every;
     __atomic_store_n(&objspace->stress_minor_countdown, interval, __ATOMIC_RELAXED);

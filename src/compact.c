@@ -509,7 +509,10 @@ mosaic_compact(mosaic_objspace_t *objspace)
     size_t total = 0;
     for (int t = 0; t <= RUBY_T_MASK; t++) total += objspace->compact_moved[t];
 
-    if (total > 0) update_references(objspace);
+    if (total > 0) {
+        update_references(objspace);
+        objspace->verify_roots_due = true;   /* the next heap check looks at the roots too */
+    }
     for (int h = 0; h < MOSAIC_HEAP_COUNT; h++) {
         if (plans[h].touched || objspace->compact_expand) free_forwarding_slots(objspace, &objspace->heaps[h]);
         free(plans[h].order);

@@ -29,6 +29,8 @@
  * | MOSAIC_VERIFY                         | 0       | 1: verify the heap after every GC (slow;  |
  * |                                       |         | under GC.stress, amortized: collect.c)    |
  * | MOSAIC_STRESS_MINOR                   | 0 (off) | checking build: a GC every N allocations  |
+ * | MOSAIC_STRESS_COMPACT                 | 0 (off) | checking build: 1: those GCs are majors   |
+ * |                                       |         | that compact (alloc.c)                    |
  * | MOSAIC_MEMORY_LIMIT                   | 0 (off) | soft limit on pages + malloc, e.g. 512M   |
  * |                                       |         | (pace.c); 0 or at least 1 MiB             |
  * | MOSAIC_TRACE                          | 0       | 1: one line per GC on stderr (memory.c)   |
@@ -171,6 +173,11 @@ mosaic_params_from_env(struct mosaic_params *params)
     if (env_size("MOSAIC_STRESS_MINOR", &stress_minor, 0)) {
         if (MOSAIC_CHECK) params->stress_minor_every = stress_minor;
         else fprintf(stderr, "[mosaic] MOSAIC_STRESS_MINOR is ignored: it needs the checking build (make CHECK=1)\n");
+    }
+    size_t stress_compact = 0;
+    if (env_size("MOSAIC_STRESS_COMPACT", &stress_compact, 0)) {
+        if (MOSAIC_CHECK) params->stress_compact = stress_compact != 0;
+        else fprintf(stderr, "[mosaic] MOSAIC_STRESS_COMPACT is ignored: it needs the checking build (make CHECK=1)\n");
     }
 
     size_t limit = params->memory_limit;

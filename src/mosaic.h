@@ -231,6 +231,7 @@ struct mosaic_params {
     double oldobject_limit_factor;
     double wb_unprotected_limit_ratio;
     size_t stress_minor_every;       /* checking build: MOSAIC_STRESS_MINOR=N, a GC every N allocations */
+    bool stress_compact;             /* checking build: MOSAIC_STRESS_COMPACT=1, those GCs compact (alloc.c) */
     bool trace;                      /* MOSAIC_TRACE=1: one line per GC on stderr (memory.c) */
     bool memory_report;              /* MOSAIC_MEMORY_REPORT=1: breakdown at exit and at peak */
     size_t memory_limit;             /* MOSAIC_MEMORY_LIMIT / GC.config(memory_limit:); 0: none */
@@ -312,6 +313,7 @@ typedef struct mosaic_objspace {
     int heap_walk_depth;             /* > 0: pages must not be freed (a walk holds a snapshot) */
     bool malloc_gc_pending;          /* malloc limit crossed without the GVL */
     size_t stress_minor_countdown;   /* checking build: allocations left before a forced GC */
+    size_t stress_compactions;       /* checking build: MOSAIC_STRESS_COMPACT's compactions so far */
     size_t stress_verified_at;       /* total allocations at the last verification (checking build) */
     rb_event_flag_t hook_events;
 
@@ -338,6 +340,7 @@ typedef struct mosaic_objspace {
     bool compact_expand;             /* verify_compaction_references(expand_heap/double_heap): add empty pages first */
     bool compacting;                 /* objects are moving; T_MOVED slots exist */
     bool updating_references;        /* rb_gc_impl_mark_and_move updates instead of marking */
+    bool verify_roots_due;           /* objects moved since the latest heap check: check the roots too (verify.c) */
     size_t compact_considered[RUBY_T_MASK + 1];  /* latest compaction, per type */
     size_t compact_moved[RUBY_T_MASK + 1];
     size_t compact_moved_up[RUBY_T_MASK + 1];    /* ... of which into a larger class */
@@ -641,6 +644,7 @@ void mosaic_each_objects(mosaic_objspace_t *objspace, int (*callback)(void *, vo
 
 /* verify.c: the heap checker */
 size_t mosaic_verify_heap(mosaic_objspace_t *objspace, bool raise_on_error);
+size_t mosaic_verify_roots(mosaic_objspace_t *objspace);
 void mosaic_verify_edge(mosaic_objspace_t *objspace, VALUE child, bool weak);
 void mosaic_define_verify(void);
 

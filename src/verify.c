@@ -15,8 +15,21 @@
  *    write barrier, or marking that forgot to re-remember a parent).
  *  - compaction (compact.c): no T_MOVED slot is left once a collection ended, so no live
  *    object refers to one (the edge check above reports a reference to a T_MOVED or to a
- *    freed forwarding slot), and every key of the address-keyed tables (object ids both
- *    ways, finalizers) names a live object or a zombie with the matching flag;
+ *    freed forwarding slot), and every address-keyed table agrees with the heap, both ways:
+ *      . Mosaic's object-id tables (obj -> id, id -> obj) and finalizer table: every key names
+ *        a live object or a zombie with the table's flag (FL_SEEN_OBJ_ID, FL_FINALIZE); every
+ *        object with the flag is found by a lookup of its address (so an entry re-keyed
+ *        without re-hashing is caught too); entries and flagged objects are equal in number;
+ *      . CRuby's generic ivar table: its keys are exactly the live objects with FL_EXIVAR;
+ *      . CRuby's VM weak tables (call infos, overloaded method entries, dynamic symbols,
+ *        interned strings): every entry names a live object of the table's type;
+ *      . every ObjectSpace::WeakMap (hashed by its keys' addresses, re-hashed by its dcompact
+ *        when a key moves): each live entry is found by a lookup of its key;
+ *    and, in the checking build after a collection that moved objects (and in
+ *    GC.verify_compaction_references), every root names a live object (mosaic_verify_roots).
+ *  - the free-page queues: every queued page belongs to the class, is in the page index, is
+ *    swept, and is queued once (a page retired to the pool or the OS while queued would
+ *    give its slots out again).
  *  - every object's content that CRuby keeps inside the slot fits the slot (compaction moves
  *    objects across size classes): an embedded string, array or T_OBJECT, and every hash
  *    (whose table lives in its slot), needs at most its slot size (rb_gc_obj_optimal_size).
@@ -33,6 +46,13 @@ struct verify_ctx {
     VALUE parent;
     bool parent_needs_barrier;       /* old, wb-protected and not remembered */
     size_t errors;
+    /* Address-keyed tables against the heap. */
+    size_t seen_obj_id;              /* live objects and zombies with FL_SEEN_OBJ_ID */
+    size_t finalizable;              /* ... with FL_FINALIZE */
+    size_t exivar;                   /* live objects with FL_EXIVAR */
+    struct mosaic_ptr_vec exivar_keys;   /* CRuby's generic ivar table's keys, sorted */
+    st_table *wmap_table;            /* the WeakMap table being checked */
+    VALUE wmap;
 };
 
 static void
@@ -105,6 +125,84 @@ content_fits_slot(VALUE obj, size_t slot_size)
     return rb_gc_obj_optimal_size(obj) <= slot_size;
 }
 
+static int
+value_cmp(const void *a, const void *b)
+{
+    VALUE x = *(const VALUE *)a, y = *(const VALUE *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* A live object's or a zombie's entries in the address-keyed tables: its flags say which
+ * tables hold it, and a lookup of its address must find it there. */
+static void
+verify_object_tables(struct verify_ctx *ctx, VALUE obj, bool zombie)
+{
+    mosaic_objspace_t *objspace = ctx->objspace;
+    VALUE flags = RBASIC(obj)->flags;
+    if (flags & RUBY_FL_SEEN_OBJ_ID) {
+        ctx->seen_obj_id++;
+        if (!st_lookup(objspace->obj_to_id, (st_data_t)obj, NULL)) {
+            report(ctx, "%p (type 0x%x) has FL_SEEN_OBJ_ID but obj_to_id does not find it", (void *)obj,
+                   (unsigned)RB_BUILTIN_TYPE(obj));
+        }
+    }
+    if (flags & RUBY_FL_FINALIZE) {
+        ctx->finalizable++;
+        if (!objspace->finalizer_table || !st_lookup(objspace->finalizer_table, (st_data_t)obj, NULL)) {
+            report(ctx, "%p (type 0x%x) has FL_FINALIZE but the finalizer table does not find it", (void *)obj,
+                   (unsigned)RB_BUILTIN_TYPE(obj));
+        }
+    }
+    if (!zombie && (flags & RUBY_FL_EXIVAR)) {
+        ctx->exivar++;
+        if (!bsearch(&obj, ctx->exivar_keys.items, ctx->exivar_keys.size, sizeof(VALUE), value_cmp)) {
+            report(ctx, "%p (type 0x%x) has FL_EXIVAR but CRuby's generic ivar table has no entry for it",
+                   (void *)obj, (unsigned)RB_BUILTIN_TYPE(obj));
+        }
+    }
+}
+
+/* CRuby's ObjectSpace::WeakMap (weakmap.c, Ruby 3.4): a typed T_DATA named "weakmap" whose data
+ * is { st_table *table; }, the table keyed by pointers to { key, value } pairs and hashed by the
+ * key's address (wmap_hash), so a key that moves must be re-inserted (wmap_compact). A lookup
+ * of every live entry's key must find that entry. The hash and compare functions only read the
+ * pair: no Ruby code runs. (WeakKeyMap hashes its keys by #hash, which does not change when a
+ * key moves: nothing to check beyond its weak edges.) */
+struct mosaic_cruby_weakmap {
+    st_table *table;
+};
+
+static int
+verify_wmap_entry_i(st_data_t key, st_data_t val, st_data_t data)
+{
+    struct verify_ctx *ctx = (struct verify_ctx *)data;
+    VALUE k = *(VALUE *)key, v = *(VALUE *)val;
+    if (k == Qundef || v == Qundef) return ST_CONTINUE;   /* dead: removed at its next iteration */
+    st_data_t found;
+    if (!st_lookup(ctx->wmap_table, key, &found)) {
+        report(ctx, "WeakMap %p: a lookup of key %p does not find its entry (moved and not re-hashed?)",
+               (void *)ctx->wmap, (void *)k);
+    }
+    else if (found != val) {
+        report(ctx, "WeakMap %p: key %p has two entries", (void *)ctx->wmap, (void *)k);
+    }
+    return ST_CONTINUE;
+}
+
+static void
+verify_weakmap(struct verify_ctx *ctx, VALUE obj)
+{
+    if (!RTYPEDDATA_P(obj)) return;
+    const rb_data_type_t *type = RTYPEDDATA_TYPE(obj);
+    if (!type || !type->wrap_struct_name || strcmp(type->wrap_struct_name, "weakmap") != 0) return;
+    struct mosaic_cruby_weakmap *w = RTYPEDDATA_GET_DATA(obj);
+    if (!w || !w->table) return;
+    ctx->wmap_table = w->table;
+    ctx->wmap = obj;
+    st_foreach(w->table, verify_wmap_entry_i, (st_data_t)ctx);
+    ctx->wmap_table = NULL;
+}
+
 static void
 verify_page(struct verify_ctx *ctx, struct mosaic_page *page, size_t *live, size_t *zombies)
 {
@@ -137,6 +235,7 @@ verify_page(struct verify_ctx *ctx, struct mosaic_page *page, size_t *live, size
         }
         if (RB_BUILTIN_TYPE(obj) == T_ZOMBIE) {
             page_zombies++;
+            verify_object_tables(ctx, obj, true);
             continue;
         }
         if (RB_BUILTIN_TYPE(obj) == T_MOVED) {
@@ -149,6 +248,8 @@ verify_page(struct verify_ctx *ctx, struct mosaic_page *page, size_t *live, size
             report(ctx, "%p (type 0x%x) needs %zu bytes in its %u-byte slot", (void *)obj,
                    (unsigned)RB_BUILTIN_TYPE(obj), rb_gc_obj_optimal_size(obj), page->slot_size);
         }
+        verify_object_tables(ctx, obj, false);
+        if (RB_BUILTIN_TYPE(obj) == T_DATA) verify_weakmap(ctx, obj);
         size_t bit = mosaic_bit_index(obj);
         ctx->parent = obj;
         ctx->parent_needs_barrier = ctx->objspace->params.generational &&
@@ -215,6 +316,127 @@ verify_finalizer_i(st_data_t key, st_data_t value, st_data_t data)
     return ST_CONTINUE;
 }
 
+/* CRuby's VM weak tables (rb_gc_vm_weak_table_foreach): their entries must name live objects
+ * of the table's type. The sweep removes a dying object's entries
+ * (rb_gc_obj_free_vm_weak_references) and compaction updates them (rb_gc_update_vm_references,
+ * rb_mv_generic_ivar): an entry naming a free or forwarding slot is a dangling pointer. */
+struct weak_table_check {
+    struct verify_ctx *ctx;
+    const char *name;
+    int type;                        /* the entries' type, or -1 for any */
+    VALUE flag;                      /* a flag every entry has, or 0 */
+    bool generic_ivars;              /* collect the keys (CRuby's generic ivar table) */
+};
+
+static int
+verify_vm_weak_entry_i(VALUE obj, void *data)
+{
+    struct weak_table_check *check = data;
+    struct verify_ctx *ctx = check->ctx;
+    if (RB_SPECIAL_CONST_P(obj)) return ST_CONTINUE;
+    if (!mosaic_pointer_to_slot_p(ctx->objspace, (void *)obj)) {
+        report(ctx, "CRuby's %s names %p, which is not a heap slot", check->name, (void *)obj);
+        return ST_CONTINUE;
+    }
+    switch (RB_BUILTIN_TYPE(obj)) {
+      case T_NONE:
+      case T_MOVED:
+      case T_ZOMBIE:
+        report(ctx, "CRuby's %s names %p, a dead slot (type 0x%x)", check->name, (void *)obj,
+               (unsigned)RB_BUILTIN_TYPE(obj));
+        return ST_CONTINUE;
+      default:
+        break;
+    }
+    if (check->type >= 0 && RB_BUILTIN_TYPE(obj) != check->type) {
+        report(ctx, "CRuby's %s names %p of type 0x%x, not 0x%x", check->name, (void *)obj,
+               (unsigned)RB_BUILTIN_TYPE(obj), (unsigned)check->type);
+    }
+    else if (check->flag && !RB_FL_TEST_RAW(obj, check->flag)) {
+        report(ctx, "CRuby's %s names %p (type 0x%x), which lacks the table's flag", check->name, (void *)obj,
+               (unsigned)RB_BUILTIN_TYPE(obj));
+    }
+    if (check->generic_ivars) mosaic_ptr_vec_push(&ctx->exivar_keys, (void *)obj);
+    return ST_CONTINUE;
+}
+
+static int
+verify_vm_weak_update_i(VALUE *ptr, void *data)
+{
+    return ST_CONTINUE;              /* never called: the check never asks for a replacement */
+}
+
+static void
+verify_vm_weak_table(struct verify_ctx *ctx, enum rb_gc_vm_weak_tables table, const char *name, int type,
+                     VALUE flag)
+{
+    struct weak_table_check check = { ctx, name, type, flag, table == RB_GC_VM_GENERIC_IV_TABLE };
+    rb_gc_vm_weak_table_foreach(verify_vm_weak_entry_i, verify_vm_weak_update_i, &check, table);
+}
+
+struct root_check {
+    mosaic_objspace_t *objspace;
+    size_t errors;
+};
+
+static void
+root_check_i(const char *category, VALUE obj, void *data)
+{
+    struct root_check *check = data;
+    bool bad = !mosaic_pointer_to_slot_p(check->objspace, (void *)obj);
+    if (!bad) {
+        switch (RB_BUILTIN_TYPE(obj)) {
+          case T_NONE:
+          case T_MOVED:
+          case T_ZOMBIE:
+            bad = true;
+          default:
+            break;
+        }
+    }
+    if (bad) {
+        if (check->errors < 20) {
+            fprintf(stderr, "[mosaic verify] root (%s) refers to %p, which is not a live object\n",
+                    category ? category : "?", (void *)obj);
+        }
+        check->errors++;
+    }
+}
+
+/* Every root (rb_objspace_reachable_objects_from_root: the VM, the machine stacks, globals)
+ * names a live object. After a compaction a missed root update would name a freed forwarding
+ * slot. Not inside a collection (CRuby walks the roots with its own mark function). Returns the
+ * problems, each printed to stderr. */
+size_t
+mosaic_verify_roots(mosaic_objspace_t *objspace)
+{
+    struct root_check check = { objspace, 0 };
+    rb_objspace_reachable_objects_from_root(root_check_i, &check);
+    return check.errors;
+}
+
+/* The free-page queues of every class: each queued page is the class's, indexed, swept, and
+ * queued once (the queues hold at most page_count pages). */
+static void
+verify_free_queues(struct verify_ctx *ctx, int h, struct mosaic_heap *heap)
+{
+    size_t queued = 0;
+    for (int b = 0; b < MOSAIC_FREE_BUCKETS; b++) {
+        for (struct mosaic_page *page = heap->free_pages[b]; page; page = page->free_next) {
+            if (++queued > heap->page_count) {
+                report(ctx, "heap %d: the free-page queues hold more pages than the class (%zu), or a cycle", h,
+                       heap->page_count);
+                return;
+            }
+            if (page->heap != heap) report(ctx, "heap %d: queued page %p belongs to another class", h, (void *)page->body);
+            if (!mosaic_pointer_to_slot_p(ctx->objspace, (void *)page->start)) {
+                report(ctx, "heap %d: queued page %p is not in the page index (pooled or released?)", h, (void *)page->body);
+            }
+            if (page->before_sweep) report(ctx, "heap %d: queued page %p is not swept", h, (void *)page->body);
+        }
+    }
+}
+
 size_t
 mosaic_verify_heap(mosaic_objspace_t *objspace, bool raise_on_error)
 {
@@ -229,9 +451,24 @@ mosaic_verify_heap(mosaic_objspace_t *objspace, bool raise_on_error)
     /* Edges are walked with rb_gc_mark_children, which reports weak edges too (CRuby's
      * rb_objspace_reachable_objects_from does not). during_gc makes any allocation by a mark
      * function stop with rb_bug, as it would in a real collection. */
+    /* After a collection that moved objects, the roots too (not during_gc: CRuby walks them
+     * with its own mark function, world stopped by the barrier above). */
+    if (objspace->verify_roots_due) {
+        objspace->verify_roots_due = false;
+        size_t bad_roots = mosaic_verify_roots(objspace);
+        if (bad_roots) report(&ctx, "%zu roots name dead slots after a compaction (see above)", bad_roots);
+    }
     bool was_during_gc = objspace->during_gc;
     objspace->during_gc = true;
     objspace->verify_ctx = &ctx;
+
+    /* CRuby's weak tables; the generic ivar table's keys are kept (sorted) for the page walk. */
+    verify_vm_weak_table(&ctx, RB_GC_VM_CI_TABLE, "call info table", T_IMEMO, 0);
+    verify_vm_weak_table(&ctx, RB_GC_VM_OVERLOADED_CME_TABLE, "overloaded method entry table", T_IMEMO, 0);
+    verify_vm_weak_table(&ctx, RB_GC_VM_GLOBAL_SYMBOLS_TABLE, "symbol table", T_SYMBOL, 0);
+    verify_vm_weak_table(&ctx, RB_GC_VM_FROZEN_STRINGS_TABLE, "interned string table", T_STRING, RSTRING_FSTR);
+    verify_vm_weak_table(&ctx, RB_GC_VM_GENERIC_IV_TABLE, "generic ivar table", -1, RUBY_FL_EXIVAR);
+    if (ctx.exivar_keys.size) qsort(ctx.exivar_keys.items, ctx.exivar_keys.size, sizeof(VALUE), value_cmp);
 
     for (int h = 0; h < MOSAIC_HEAP_COUNT; h++) {
         struct mosaic_heap *heap = &objspace->heaps[h];
@@ -244,6 +481,7 @@ mosaic_verify_heap(mosaic_objspace_t *objspace, bool raise_on_error)
             verify_page(&ctx, page, &live, &zombies);
             pages++;
         }
+        verify_free_queues(&ctx, h, heap);
         if (slots != heap->total_slots) {
             report(&ctx, "heap %d: pages hold %zu slots, total_slots says %zu", h, slots, heap->total_slots);
         }
@@ -283,6 +521,20 @@ mosaic_verify_heap(mosaic_objspace_t *objspace, bool raise_on_error)
     st_foreach(objspace->obj_to_id, verify_obj_to_id_i, (st_data_t)&ctx);
     st_foreach(objspace->id_to_obj, verify_id_to_obj_i, (st_data_t)&ctx);
     if (objspace->finalizer_table) st_foreach(objspace->finalizer_table, verify_finalizer_i, (st_data_t)&ctx);
+    /* Both ways: as many entries as flagged objects (each flagged object was found above). */
+    if (objspace->obj_to_id->num_entries != ctx.seen_obj_id || objspace->id_to_obj->num_entries != ctx.seen_obj_id) {
+        report(&ctx, "obj_to_id has %zu entries and id_to_obj %zu, but %zu objects have FL_SEEN_OBJ_ID",
+               (size_t)objspace->obj_to_id->num_entries, (size_t)objspace->id_to_obj->num_entries, ctx.seen_obj_id);
+    }
+    size_t finalizers = objspace->finalizer_table ? objspace->finalizer_table->num_entries : 0;
+    if (finalizers != ctx.finalizable) {
+        report(&ctx, "the finalizer table has %zu entries, but %zu objects have FL_FINALIZE", finalizers, ctx.finalizable);
+    }
+    if (ctx.exivar_keys.size != ctx.exivar) {
+        report(&ctx, "CRuby's generic ivar table has %zu entries, but %zu live objects have FL_EXIVAR",
+               ctx.exivar_keys.size, ctx.exivar);
+    }
+    mosaic_ptr_vec_free(&ctx.exivar_keys);
     if (objspace->compacting) report(&ctx, "compaction did not finish (compacting is still set)");
 
     size_t counted_live = mosaic_live_slots(objspace);

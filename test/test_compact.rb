@@ -433,6 +433,7 @@ class TestMosaicCompact < Test::Unit::TestCase
   # A heap walk holds a page snapshot and object addresses: GC.compact inside one is a plain
   # major GC (Mosaic), and the walk goes on over intact objects.
   def test_compact_inside_a_heap_walk
+    omit "counts compactions; MOSAIC_STRESS_COMPACT forces them" if ENV["MOSAIC_STRESS_COMPACT"]
     assert_gc_script(PRELUDE + <<~'RUBY')
       strs = Array.new(5000) { |i| "walk #{i}" }
       count = GC.stat(:compact_count)
@@ -473,6 +474,54 @@ class TestMosaicCompact < Test::Unit::TestCase
       assert_equal [true, true, true], rs.map(&:take)
       objs.each_with_index { |(i, s), j| assert_equal [j, "m#{j}"], [i, s] }
       GC.verify_internal_consistency
+    RUBY
+  end
+
+  # Moved objects stay in every address-keyed table: generic ivars (on Strings and Arrays),
+  # object ids, WeakMap keys, finalizers, interned strings, dynamic Symbols; the heap checker
+  # (which compares each table with the heap) passes after the moves.
+  def test_address_keyed_tables_follow_moves
+    assert_gc_script(PRELUDE + <<~'RUBY')
+      strs = Array.new(2000) { |i| s = "gen #{i}"; s.instance_variable_set(:@g, [i]); s }
+      arys = Array.new(500) { |i| a = [i]; a.instance_variable_set(:@g, "a#{i}"); a }
+      ids = strs.map(&:object_id)
+      interned = Array.new(500) { |i| -"interned #{i}" }
+      syms = Array.new(500) { |i| :"dsym_compact_#{i}" }
+      wm = ObjectSpace::WeakMap.new
+      strs.each_with_index { |s, i| wm[s] = arys[i % 500] }
+      fin = Array.new(200) { Object.new }
+      fin.each { |o| ObjectSpace.define_finalizer(o, proc {}) }
+      before = strs.map { addr(_1) }
+      GC.verify_compaction_references(toward: :empty, expand_heap: true)
+      assert_operator strs.map { addr(_1) }.zip(before).count { |a, b| a != b }, :>=, 1900 if MOSAIC_GC
+      GC.verify_internal_consistency
+      strs.each_with_index do |s, i|
+        assert_equal [i], s.instance_variable_get(:@g)
+        assert_same arys[i % 500], wm[s]
+      end
+      arys.each_with_index { |a, i| assert_equal "a#{i}", a.instance_variable_get(:@g) }
+      assert_equal ids, strs.map(&:object_id)
+      ids.each_with_index { |id, i| assert_same strs[i], ObjectSpace._id2ref(id) }
+      interned.each_with_index { |f, i| assert_same f, -"interned #{i}" }
+      syms.each_with_index { |sym, i| assert_same sym, "dsym_compact_#{i}".to_sym }
+    RUBY
+  end
+
+  # The checking build's MOSAIC_STRESS_COMPACT=1: each MOSAIC_STRESS_MINOR collection is a major
+  # GC that compacts (every other one toward the emptiest pages), verified like every GC there.
+  def test_stress_compact_moves_objects_at_allocation_points
+    omit "MOSAIC_STRESS_COMPACT needs Mosaic's checking build" unless mosaic? && GC::OPTS.include?("MOSAIC_CHECK")
+    env = { "MOSAIC_STRESS_MINOR" => "500", "MOSAIC_STRESS_COMPACT" => "1" }
+    assert_gc_script(PRELUDE + <<~'RUBY', env: env)
+      keep = Array.new(3000) { |i| s = "keep #{i}"; s.instance_variable_set(:@i, i); s }
+      ids = keep.map(&:object_id)
+      before = keep.map { addr(_1) }
+      count = GC.stat(:compact_count)
+      20_000.times { |i| keep[i % 3000].dup }
+      assert_operator GC.stat(:compact_count), :>=, count + 5
+      assert_operator keep.map { addr(_1) }.zip(before).count { |a, b| a != b }, :>, 300
+      keep.each_with_index { |s, i| assert_equal "keep #{i}", s; assert_equal i, s.instance_variable_get(:@i) }
+      assert_equal ids, keep.map(&:object_id)
     RUBY
   end
 end

@@ -1,5 +1,5 @@
 #!/usr/bin/env ruby
-# Usage: generate.rb SEED [--steps N]
+# Usage: generate.rb SEED [--steps N] [--auto-compact]
 # Prints a self-contained, reproducible Ruby program (prelude.rb + random steps) to stdout.
 # Each step is one line between "#@@ steps" and "#@@ end", so the shrinker can delete any of
 # them; every step tolerates the absence of any other.
@@ -9,12 +9,16 @@ module DiffGen
   STR_LENS = [0, 1, 7, 15, 16, 23, 24, 40, 55, 56, 63, 64, 100, 135, 136, 200, 295, 296, 400, 615, 616, 1000, 3000, 20_000].freeze
   ARY_LENS = [0, 1, 2, 3, 4, 5, 8, 9, 17, 18, 19, 38, 39, 40, 77, 78, 79, 120, 300, 2000].freeze
 
-  def self.program(seed, nsteps = nil)
+  # auto_compact: the program turns GC.auto_compact on first (its first step), so every major
+  # GC compacts until a step turns it off.
+  def self.program(seed, nsteps = nil, auto_compact: false)
     header = <<~H
-      # Mosaic difftest program, seed #{seed} (test/diff/generate.rb #{seed}).
+      # Mosaic difftest program, seed #{seed} (test/diff/generate.rb #{seed}#{auto_compact ? ' --auto-compact' : ''}).
       # Run under two GCs and compare stdout: RUBY_GC_LIBRARY=default|mosaic ruby THIS_FILE
     H
-    header + File.read(PRELUDE) + "\n#@@ steps\n" + steps(seed, nsteps).join("\n") + "\n#@@ end\nS.finish\n"
+    st = steps(seed, nsteps)
+    st.unshift("S.auto_compact(true, 0)") if auto_compact
+    header + File.read(PRELUDE) + "\n#@@ steps\n" + st.join("\n") + "\n#@@ end\nS.finish\n"
   end
 
   def self.steps(seed, nsteps = nil)
@@ -47,10 +51,11 @@ module DiffGen
       wm_overwrite: 3, wm_del: 2, wm_unhold: 3, wkm_clear: 1, fin: 4, fin_undef: 1,
       fin_shrink: 1, counted: 2, fiber_new: 2, fiber_poke: 3, fiber_end: 1, threads: 2,
       ractor: 2, bg_start: 2, bg_poke: 2, bg_stop: 1, fork: 2, stress: 1, disabled: 2,
-      check: 5, check_gone: 2, old_map_young: 6, ractor_fork: 2
+      check: 5, check_gone: 2, old_map_young: 6, ractor_fork: 2,
+      compact: 4, auto_compact: 2, held: 4, walk_compact: 1, warmup: 1, alloc_trace: 1, fin_compact: 1
     }.freeze
     TOTAL = WEIGHTS.values.sum
-    FIN_STEPS = %i[fin fin_undef fin_shrink fin_slot].freeze
+    FIN_STEPS = %i[fin fin_undef fin_shrink fin_slot fin_compact].freeze
     RACTOR_STEPS = %i[ractor bg_start bg_poke bg_stop ractor_fork].freeze
 
     def run(n)
@@ -134,8 +139,19 @@ module DiffGen
     def bg_stop = call(:bg_stop, slot)
     def fork = call(:fork_check, sd)
     def stress = call(:stress, pick([true, true, 1, 2, 4]), pick([3, 10, 20]), sd)
-    def disabled = call(:disabled, pick([100, 1000, 5000]), sd, bool)
+    def disabled = call(:disabled, pick([100, 1000, 5000]), sd, pick([true, false, false, :compact]))
     def check = call(:check)
+
+    # Compaction: GC.compact and verify_compaction_references of every kind (prelude's
+    # S.compact), GC.auto_compact on/off, a compaction inside a heap walk, and "held" bundles
+    # (objects held in every way identity matters), made and then maybe moved at once.
+    def compact = call(:compact, pick([0, 0, 1, 1, 2, 3, 4]))
+    def auto_compact = call(:auto_compact, bool, pick([0, 1, 2]))
+    def held = call(:held, slot, pick([1, 6, 30, 200]), sd, pick([nil, nil, 0, 1, 2, 3, 4]), !@ractors)
+    def walk_compact = call(bool ? :walk_compact : :walk_compact_ext, pick([0, 1]))
+    def warmup = call(:warmup)
+    def alloc_trace = call(:alloc_trace, pick([10, 100, 1000]), sd, pick([0, 1, 2]))
+    def fin_compact = call(:fin_compact, pick([1, 2]), sd)
     def check_gone = call(:check_gone)
 
     # fork while another Ractor is alive (and maybe busy right before).
@@ -165,7 +181,7 @@ module DiffGen
 end
 
 if $0 == __FILE__
-  seed = Integer(ARGV[0] || abort("usage: generate.rb SEED [--steps N]"))
+  seed = Integer(ARGV[0] || abort("usage: generate.rb SEED [--steps N] [--auto-compact]"))
   i = ARGV.index("--steps")
-  print DiffGen.program(seed, i && Integer(ARGV[i + 1]))
+  print DiffGen.program(seed, i && Integer(ARGV[i + 1]), auto_compact: ARGV.include?("--auto-compact"))
 end

@@ -7,6 +7,9 @@
 $stdout.sync = true
 Warning[:experimental] = false
 require "zlib"
+# Loaded before any Ractor runs: ext/objspace's allocation tracing set up after a Ractor has run
+# misses most allocations (CRuby 3.4.5, under either GC; how many depends on when GCs happen).
+require "objspace"
 
 # Tagged objects: keys and values of weak maps, pool objects. Every one has a unique tag @t.
 module DTTagged
@@ -47,6 +50,12 @@ class DTCounted
 end
 DTPoint = Struct.new(:x, :y, :z)
 DTData = Data.define(:a, :b)
+# Objects held by a "held" bundle (S.held): found by each_object, keyed by identity.
+class DTHeld
+  include DTTagged
+  attr_accessor :a, :b
+  def initialize(t, a, b) = (@t = t; @a = a; @b = b)
+end
 
 # B: pure builders and the digest; no global state, so Ractors can use them too.
 module B
@@ -269,6 +278,7 @@ module S
     if e.kind == :bg && (r = $bg.delete(slot))
       stop_bg(r)
     end
+    release_held(e.obj) if e.kind == :held
     $slots[slot] = nil
   end
 
@@ -464,6 +474,292 @@ module S
     GC.start(full_mark: false, immediate_sweep: true)
   end
 
+  # ---------------- compaction ----------------
+
+  # kind: 0 GC.compact; 1 GC.verify_compaction_references(toward: :empty); 2 the same with
+  # expand_heap: true; 3 with double_heap: true; 4 verify_compaction_references without
+  # arguments. A GC that finds a broken reference raises (Mosaic) or stops ([BUG], default).
+  # What moved where differs between GCs (the default GC does not move every object Mosaic
+  # moves, and the other way round): the statistics these return are never printed.
+  def self.compact(kind)
+    case kind
+    when 0 then GC.compact
+    when 1 then GC.verify_compaction_references(toward: :empty)
+    when 2 then GC.verify_compaction_references(toward: :empty, expand_heap: true)
+    when 3 then GC.verify_compaction_references(toward: :empty, double_heap: true)
+    else GC.verify_compaction_references
+    end
+    nil
+  end
+
+  # GC.auto_compact on or off (it stays so for the following steps), then n major GCs, eager
+  # and lazy: with it on, each of them compacts.
+  def self.auto_compact(on, n)
+    GC.auto_compact = on
+    n.times { |i| i.even? ? GC.start : GC.start(full_mark: true, immediate_sweep: false) }
+    out "auto_compact: #{GC.auto_compact.inspect}"
+  end
+
+  # A compaction inside a heap walk: the walk goes on and yields only intact objects. How many
+  # it yields is the GC's business (Mosaic does not move objects while a walk is live; the
+  # default GC moves them, so its walk can miss or revisit one): never printed.
+  def self.walk_compact(kind)
+    n = bad = 0
+    ObjectSpace.each_object(DTTagged) do |o|
+      compact(kind) if n == 0
+      n += 1
+      bad += 1 unless DTTagged === o && o.t.is_a?(Integer)
+    end
+    err "walk_compact: #{bad} objects yielded by a walk that compacted were not intact" if bad > 0
+    out "walk_compact: ok"
+  end
+
+  # The same inside an external walk (an Enumerator suspended in ObjectSpace.each_object): the
+  # compaction happens between two steps of the walk.
+  def self.walk_compact_ext(kind)
+    e = ObjectSpace.each_object(DTTagged)
+    bad = 0
+    begin
+      o = e.next
+      compact(kind)
+      4.times do
+        bad += 1 unless DTTagged === o && o.t.is_a?(Integer)
+        o = e.next
+      end
+      loop { e.next }   # end the walk (a suspended one keeps Mosaic from compacting)
+    rescue StopIteration
+    end
+    e = o = nil
+    err "walk_compact_ext: #{bad} objects yielded by a walk suspended over a compaction were not intact" if bad > 0
+    out "walk_compact_ext: ok"
+  end
+
+  # Process.warmup: a full, compacting GC that promotes everything and gives empty pages back.
+  def self.warmup
+    out "warmup: #{Process.warmup.inspect}"
+  end
+
+  # Allocation tracing (ext/objspace keeps a table keyed by object address, re-keyed by its
+  # dcompact when an object moves): every traced object keeps its file and line across moves.
+  def self.alloc_trace(n, seed, kind)
+    r = rng(seed)
+    line = nil
+    ObjectSpace.trace_object_allocations do
+      objs = Array.new(n) { |i| line = __LINE__; i.even? ? DTVal.new(tag, r.rand(4)) : "s#{i}" * r.rand(100) }
+      compact(kind)
+      bad = objs.count { |o| ObjectSpace.allocation_sourceline(o) != line || ObjectSpace.allocation_sourcefile(o) != __FILE__ }
+      err "alloc_trace: #{bad} of #{n} objects lost their allocation site across a compaction" if bad > 0
+      out "alloc_trace: #{n} #{B.dig(objs)}"
+    end
+  end
+
+  # Finalizers that compact (outside the GC, in the finalizer job): n objects dropped at once.
+  def self.fin_compact(n, seed)
+    r = rng(seed)
+    n.times do
+      o = DTFin.new(0, r.rand(30))
+      define_fin(o, false)
+      ObjectSpace.define_finalizer(o, compact_proc)   # a second one, not counted
+    end
+    Array.new(2000) { |i| "fc#{i}" }
+    nil
+  end
+
+  def self.compact_proc = proc { GC.compact unless $exiting || $walking }   # (made here: it captures no object)
+
+  # A heap walk whose counts are checked: no finalizer compacts during it (the default GC moves
+  # objects under a walk, which can then miss one; walk_compact is where that is allowed).
+  def self.walking
+    was = $walking
+    $walking = true
+    yield
+  ensure
+    $walking = was
+  end
+
+  # A "held" bundle: objects that must keep their identity through moves, held in every way a
+  # program can hold an object: object ids taken before and after the move, _id2ref, Object#hash,
+  # Hash keys (eql?/hash) and compare_by_identity keys, WeakMap and WeakKeyMap entries,
+  # finalizers, Struct/Data/Set/Queue members, another Thread's locals (Thread#[] and
+  # thread_variable) and stack, a Fiber's stack, a suspended Enumerator, generic ivars on
+  # Strings/Arrays/Hashes/Structs/Regexps/Queues/Procs/Times, a captured local, a singleton
+  # method, the main thread's fiber-locals, a Ractor-shareable frozen structure, shared and
+  # embedded strings and arrays, an interned string (String#-@) and a dynamic Symbol. check_held
+  # (at every check) verifies every one of them.
+  Held = Struct.new(:objs, :dig, :ids, :hashes, :h, :ih, :ikeys, :wm, :wkm, :st, :da, :set, :q,
+                    :thr, :tq, :rq, :tmine, :fib, :fmine, :en, :en_i, :gen, :shr, :shr_dig, :strs,
+                    :str_digs, :fs, :fs_name, :sym, :sym_name, :sym_id, :lam, :tlkey, :fin_tags)
+
+  def self.held(slot, n, seed, kind, fin)
+    r = rng(seed)
+    b = Held.new
+    objs = Array.new(n) do |i|
+      t = tag
+      case i % 6
+      when 0 then DTHeld.new(t, B.str(r, B::STR_LENS.sample(random: r)), i)
+      when 1 then DTKey.new(t, r.rand(8))
+      when 2 then DTStr.make(t)
+      when 3 then DTHeld.new(t, B.ary(r, r.rand(6)), DTVal.new(tag, 1))
+      when 4 then DTVal.new(t, r.rand(4))
+      else DTHeld.new(t, nil, B.hash(r, r.rand(4)))
+      end
+    end
+    b.objs = objs
+    b.dig = B.dig(objs)
+    b.ids = {}
+    objs.each_with_index { |o, i| b.ids[i] = o.object_id if i.even? }   # the odd ones after the move
+    b.hashes = objs.map(&:hash)
+    b.h = {}
+    objs.each_with_index { |o, i| b.h[o] = i }
+    b.ih = {}.compare_by_identity
+    b.ikeys = Array.new([n, 8].min) { |i| +"ik#{i % 3}" }                # equal strings, distinct keys
+    b.ikeys.each_with_index { |k, i| b.ih[k] = i }
+    # compare_by_identity pins its keys (both GCs): only every third object, so the rest can move.
+    objs.each_with_index { |o, i| b.ih[o] = -i - 1 if i % 3 == 0 }
+    b.wm = ObjectSpace::WeakMap.new
+    b.wkm = ObjectSpace::WeakKeyMap.new
+    objs.each_with_index { |o, i| b.wm[o] = objs[(i + 1) % n]; b.wkm[o] = i }
+    b.st = DTPoint.new(objs[0], objs[n / 2], objs[-1])
+    b.da = DTData.new(a: objs[1 % n], b: [objs[2 % n]])
+    b.set = Set.new(objs)
+    b.q = Thread::Queue.new
+    objs.first(10).each { |o| b.q << o }
+    b.tq = Thread::Queue.new
+    b.rq = Thread::Queue.new
+    b.tmine = objs.sample([n, 5].min, random: r)
+    b.thr = Thread.new(b.tmine.dup, b.tq, b.rq, seed) do |m, tq, rq, sd|
+      Thread.current[:dtl] = m[0]
+      Thread.current.thread_variable_set(:dtv, m[-1])
+      own = B.build(Random.new(sd), 10)
+      d = B.dig(own)
+      ids = m.map(&:object_id)
+      while tq.pop != :stop
+        rq << [m.map(&:object_id) == ids && B.dig(own) == d && Thread.current[:dtl].equal?(m[0]), m]
+      end
+    end
+    b.fmine = objs.sample([n, 5].min, random: r)
+    b.fib = Fiber.new do |m|
+      own = B.build(Random.new(seed + 1), 10)
+      d = B.dig(own)
+      ids = m.map(&:object_id)
+      loop { Fiber.yield(m.map(&:object_id) == ids && B.dig(own) == d, m) }
+    end
+    b.fib.resume(b.fmine.dup)
+    b.en = objs.each
+    b.en.next
+    b.en_i = 1
+    gs = [B.str(r, 30), B.ary(r, 3), {}, DTPoint.new(1, 2, 3), Regexp.new("dt#{seed % 100}"), Thread::Queue.new,
+          proc { seed }, Time.at(seed)]
+    b.gen = gs.each_with_index.map do |g, i|
+      v = objs[i % n]
+      g.instance_variable_set(:@dtg, v)
+      g.instance_variable_set(:@dtg2, "g#{i}")
+      [g, v]
+    end
+    b.shr = Ractor.make_shareable(B.build(Random.new(seed + 2), 5 + n % 20))
+    b.shr_dig = B.dig(b.shr)
+    long = B.str(r, 100 + r.rand(500))
+    la = B.ary(r, 30 + r.rand(50))
+    b.strs = [long, long[5..], long.dup, long.dup.freeze, B.str(r, 7), long[0, 10], la, la[3..], la.dup,
+              la.first(2), "#{long[0, 3]}x"]
+    b.str_digs = b.strs.map { |x| B.dig(x) }
+    b.fs_name = "dtfs-#{seed}"
+    b.fs = -(b.fs_name.dup)
+    b.sym_name = "dtsym_#{seed}"
+    b.sym = b.sym_name.to_sym
+    b.sym_id = b.sym.object_id
+    cap = objs[0]
+    b.lam = -> { cap }
+    objs[0].define_singleton_method(:dtself) { self }
+    b.tlkey = :"dth#{tag}"
+    Thread.current[b.tlkey] = objs[-1]
+    b.fin_tags = fin ? objs.each_index.select { |i| i % 5 == 2 }.map { |i| define_fin(objs[i], true) } : []
+    put(slot, :held, b)
+    $slots[slot].dig = b.dig
+    compact(kind) if kind
+    objs.each_with_index { |o, i| b.ids[i] = o.object_id if i.odd? }
+    bad = check_held(slot, b)
+    out "held slot #{slot}: n=#{n} digest=#{b.dig} ok=#{bad == 0}"
+    objs = long = la = gs = nil   # (cap stays: the lambda reads it)
+  end
+
+  def self.release_held(b)
+    b.fin_tags.each { |t| $fin_live.delete(t) }
+    if b.thr.alive?
+      b.tq << :stop
+      b.thr.join
+    end
+    Thread.current[b.tlkey] = nil
+  end
+
+  def self.check_held(slot, b)
+    bad = []
+    objs = b.objs
+    n = objs.size
+    bad << "contents changed" if B.dig(objs) != b.dig
+    b.ids.each do |i, id|
+      o = objs[i]
+      bad << "object_id changed" if o.object_id != id
+      x = begin
+        ObjectSpace._id2ref(id)
+      rescue RangeError
+        $multi_ractor ? o : nil
+      end
+      bad << "_id2ref gives another object" unless x.equal?(o)
+    end
+    bad << "Object#hash changed" if objs.map(&:hash) != b.hashes
+    objs.each_with_index do |o, i|
+      bad << "Hash lookup" unless b.h[o] == i
+      bad << "compare_by_identity lookup" unless b.ih[o] == (i % 3 == 0 ? -i - 1 : nil)
+      bad << "WeakMap lookup" unless b.wm[o].equal?(objs[(i + 1) % n]) && b.wm.key?(o)
+      bad << "WeakKeyMap lookup" unless b.wkm[o] == i && b.wkm.getkey(o).equal?(o)
+      bad << "Set#include?" unless b.set.include?(o)
+    end
+    b.ikeys.each_with_index { |k, i| bad << "compare_by_identity lookup (strings)" unless b.ih[k] == i }
+    bad << "compare_by_identity found a copy" if b.ikeys.any? { |k| b.ih.key?(k.dup) }
+    bad << "sizes" unless b.h.size == n && b.ih.size == (n + 2) / 3 + b.ikeys.size && b.set.size == n
+    bad << "Struct members" unless b.st.x.equal?(objs[0]) && b.st.y.equal?(objs[n / 2]) && b.st.z.equal?(objs[-1])
+    bad << "Data members" unless b.da.a.equal?(objs[1 % n]) && b.da.b[0].equal?(objs[2 % n])
+    got = Array.new(b.q.size) { b.q.pop }
+    got.each { |x| b.q << x }
+    bad << "Queue contents" unless got.size == [n, 10].min && got.each_with_index.all? { |x, i| x.equal?(objs[i]) }
+    if b.thr.alive?
+      b.tq << :check
+      ok, m = b.rq.pop
+      bad << "another thread's locals" unless ok && m.each_with_index.all? { |x, i| x.equal?(b.tmine[i]) }
+      bad << "Thread#[] / thread_variable_get" unless b.thr[:dtl].equal?(b.tmine[0]) && b.thr.thread_variable_get(:dtv).equal?(b.tmine[-1])
+    elsif !$errs   # a forked child has no other thread
+      bad << "its thread died"
+    end
+    if b.fib.alive?
+      ok, m = b.fib.resume
+      bad << "a fiber's locals" unless ok && m.each_with_index.all? { |x, i| x.equal?(b.fmine[i]) }
+    else
+      bad << "its fiber died"
+    end
+    if b.en_i < n
+      bad << "Enumerator#next" unless b.en.next.equal?(objs[b.en_i])
+      b.en_i += 1
+    end
+    b.gen.each_with_index do |(g, v), i|
+      bad << "generic ivar of a #{g.class}" unless g.instance_variable_get(:@dtg).equal?(v) && g.instance_variable_get(:@dtg2) == "g#{i}"
+    end
+    bad << "shareable structure" unless Ractor.shareable?(b.shr) && B.dig(b.shr) == b.shr_dig
+    bad << "shared/embedded strings and arrays" unless b.strs.map { |x| B.dig(x) } == b.str_digs
+    bad << "String#-@ gives another string" unless (-(b.fs_name.dup)).equal?(b.fs) && b.fs == b.fs_name
+    bad << "dynamic Symbol" unless b.sym_name.to_sym.equal?(b.sym) && b.sym.object_id == b.sym_id && b.sym.name == b.sym_name
+    bad << "captured local" unless b.lam.call.equal?(objs[0])
+    bad << "singleton method" unless objs[0].dtself.equal?(objs[0])
+    bad << "fiber-local of the main thread" unless Thread.current[b.tlkey].equal?(objs[-1])
+    unless $multi_ractor   # then each_object yields shareable objects only
+      found = {}.compare_by_identity
+      walking { ObjectSpace.each_object(DTHeld) { |o| found[o] = true } }
+      bad << "each_object(DTHeld) missed held objects" unless objs.all? { |o| !(DTHeld === o) || found[o] }
+    end
+    bad.uniq.first(3).each { |x| err "held slot #{slot}: #{x}" }
+    bad.empty? ? 0 : 1
+  end
+
   def self.nstr(k) = "n#{k}-#{'y' * (k % 50)}"
 
   # Short-lived allocation (minor GCs happen on their own), a few survivors kept in an old ring.
@@ -511,7 +807,7 @@ module S
   def self.disabled(n, seed, start)
     was = GC.disable
     a = B.wide(rng(seed), n)
-    GC.start if start
+    start == :compact ? GC.compact : (GC.start if start)   # both run while GC is disabled
     now = GC.enable
     out "disabled: #{was} #{now} #{B.dig(a)}"
   end
@@ -909,7 +1205,7 @@ module S
         keep << B.build(Random.new(s2), sz)
         keep.shift if keep.size > 3
         Array.new(sz * 30) { |j| "bg#{j}" }
-        GC.start(full_mark: s2.odd?)
+        s2 % 5 == 0 ? GC.compact : GC.start(full_mark: s2.odd?)
         Ractor.yield(keep.map { |x| B.dig(x) })
       end
       keep.map { |x| B.dig(x) }
@@ -951,6 +1247,7 @@ module S
         $errs = []
         churn(3000 + seed % 5000, seed % 5)
         GC.start(full_mark: seed.odd?)
+        compact(seed % 5) if seed % 3 == 0
         check_all(false)
         GC.start
         v = begin
@@ -1041,6 +1338,7 @@ module S
         end
       end if e.kind != :wm && e.kind != :wkm && e.kind != :fin
       bad += check_weak(i, e, gone) if e.kind == :wm || e.kind == :wkm
+      bad += check_held(i, e.obj) if e.kind == :held
     end
     $dead.each do |id, d|
       x = begin
@@ -1082,15 +1380,17 @@ module S
   def self.check_each_object(gone)
     bad = 0
     found = {}.compare_by_identity
-    ObjectSpace.each_object(DTKey) { |o| found[o] = true }
-    ObjectSpace.each_object(DTCounted) { |o| found[o] = true }
+    walking do
+      ObjectSpace.each_object(DTKey) { |o| found[o] = true }
+      ObjectSpace.each_object(DTCounted) { |o| found[o] = true }
+    end
     miss = $pool.count { |o| o.is_a?(DTKey) && !found[o] } + $counted.count { |o| !found[o] }
     if miss > 0
       bad += 1
       err "each_object missed #{miss} held objects"
     end
     if gone
-      c = ObjectSpace.each_object(DTCounted).count
+      c = walking { ObjectSpace.each_object(DTCounted).count }
       ok = c >= $counted.size && c <= $counted.size + $counted_dropped / 10 + 16
       out "  counted: held=#{$counted.size} dead-gone=#{ok}"
       err "each_object(DTCounted) found #{c}, #{$counted.size} held, #{$counted_dropped} dropped" unless ok

@@ -4,8 +4,9 @@
 # failure too. Failing programs and outputs are saved under build/difftest/seed-N/.
 #
 #   run.rb [--seeds A..B | --count N --start S] [--duration SECONDS] [--gcs default,mosaic,...]
-#          [--timeout SECONDS] [--jobs 2] [--regress] [--no-seeds] [--quiet]
+#          [--timeout SECONDS] [--jobs 2] [--regress] [--no-seeds] [--quiet] [--auto-compact]
 #
+# --auto-compact makes every generated program turn GC.auto_compact on first (its first step).
 # --regress also runs the regression scripts in test/diff/regress/ (steps only, or whole programs).
 # Environment: MOSAIC_RUBY (the Ruby), MOSAIC_GC_DIR (to find librubygc.mosaic_check.so).
 require "fileutils"
@@ -151,7 +152,7 @@ module DiffRun
 
   def self.main(argv)
     opts = { gcs: nil, timeout: 120, jobs: 2, duration: nil, seeds: nil, count: nil, start: 1,
-             regress: false, no_seeds: false, quiet: false }
+             regress: false, no_seeds: false, quiet: false, auto_compact: false }
     OptionParser.new do |o|
       o.on("--seeds A..B") { |v| a, b = v.split("..").map { |x| Integer(x) }; opts[:seeds] = (a..(b || a)) }
       o.on("--count N", Integer) { |v| opts[:count] = v }
@@ -163,6 +164,7 @@ module DiffRun
       o.on("--regress") { opts[:regress] = true }
       o.on("--no-seeds") { opts[:no_seeds] = true }
       o.on("--quiet") { opts[:quiet] = true }
+      o.on("--auto-compact") { opts[:auto_compact] = true }
     end.parse!(argv)
     gcs = opts[:gcs] || default_gcs
     gcs = ["default"] + gcs unless gcs.first == "default"   # the reference, first
@@ -189,7 +191,7 @@ module DiffRun
     ran_seeds = 0
     programs = 0
     $stdout.sync = true
-    puts "difftest: GCs #{gcs.join(',')}, ruby #{ruby}, #{opts[:jobs]} jobs" unless opts[:quiet]
+    puts "difftest: GCs #{gcs.join(',')}, ruby #{ruby}, #{opts[:jobs]} jobs#{opts[:auto_compact] ? ', GC.auto_compact on' : ''}" unless opts[:quiet]
 
     next_job = lambda do
       lock.synchronize do
@@ -197,7 +199,7 @@ module DiffRun
         next nil if deadline && Process.clock_gettime(Process::CLOCK_MONOTONIC) > deadline
         s = seeds.is_a?(Array) ? seeds[seed_i] : opts[:start] + seed_i
         seed_i += 1
-        s && ["seed-#{s}", -> { DiffGen.program(s) }, s]
+        s && ["seed-#{s}", -> { DiffGen.program(s, auto_compact: opts[:auto_compact]) }, s]
       end
     end
 

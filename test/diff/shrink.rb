@@ -1,7 +1,7 @@
 #!/usr/bin/env ruby
 # Shrinks a failing difftest program to a small one that still fails the same way.
 #
-#   shrink.rb SEED GC [--file PROGRAM.rb] [--any] [--timeout SECONDS] [--no-params]
+#   shrink.rb SEED GC [--file PROGRAM.rb] [--any] [--timeout SECONDS] [--no-params] [--auto-compact]
 #
 # "Fails" means: under default the program exits 0 with no ERR line, and under GC it crashes,
 # times out, exits nonzero, prints an ERR line or prints other bytes than default. By default a
@@ -9,7 +9,8 @@
 # with numbers blanked); --any keeps any failure. Delta debugging (ddmin) removes steps, then
 # single steps, then shrinks numeric arguments. Prints the minimized steps as a regression
 # script (save it as test/diff/regress/NAME.rb; run.rb --regress runs those) and writes the
-# whole program to build/difftest/shrunk-SEED-GC.rb.
+# whole program to build/difftest/shrunk-SEED-GC.rb. --auto-compact regenerates the seed as
+# run.rb --auto-compact does (or pass the saved program with --file).
 require "fileutils"
 require "optparse"
 require_relative "generate"
@@ -151,16 +152,17 @@ module DiffShrink
   end
 
   def self.main(argv)
-    opts = { file: nil, any: false, timeout: 120, params: true }
+    opts = { file: nil, any: false, timeout: 120, params: true, auto_compact: false }
     OptionParser.new do |o|
       o.on("--file PATH") { |v| opts[:file] = v }
       o.on("--any") { opts[:any] = true }
       o.on("--timeout SECONDS", Float) { |v| opts[:timeout] = v }
       o.on("--no-params") { opts[:params] = false }
+      o.on("--auto-compact") { opts[:auto_compact] = true }
     end.parse!(argv)
     seed = argv[0] or abort "usage: shrink.rb SEED GC [--file PROGRAM.rb] [--any]"
     gc = argv[1] || "mosaic"
-    program = opts[:file] ? File.read(opts[:file]) : DiffGen.program(Integer(seed))
+    program = opts[:file] ? File.read(opts[:file]) : DiffGen.program(Integer(seed), auto_compact: opts[:auto_compact])
     head, steps, tail = split(program)
     log = ->(m) { $stderr.puts m }
     probe = Shrinker.new(head, tail, gc, opts[:timeout], nil, log)
