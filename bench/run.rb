@@ -56,6 +56,10 @@ BENCHMARKS = [
   Benchmark.new(name: "rails", script: "rails.rb", about: "Rails app on sqlite3, in-process requests (req/s, latency)"),
   Benchmark.new(name: "fork-share", script: "fork_share.rb",
                 about: "child's Private_Dirty after fork + full GC (copy-on-write sharing)"),
+  Benchmark.new(name: "fork-share-warmup", script: "fork_share.rb", args: ["--warmup"],
+                about: "fork-share with Process.warmup in the parent before fork"),
+  Benchmark.new(name: "prefork", script: "prefork.rb",
+                about: "Rails app booted, Process.warmup, 4 forked workers serving requests (private kB, total PSS)"),
   Benchmark.new(name: "pauses-rdoc", script: "rdoc.rb", args: ["--quick", "--pauses"], timing: false,
                 about: "GC pause distribution (GC::Profiler) during RDoc over the subset"),
   Benchmark.new(name: "pauses-rails", script: "rails.rb", args: ["--pauses"], timing: false,
@@ -177,8 +181,8 @@ ruby_versions = configs.to_h do |spec, cfg|
   [spec, out]
 end
 
-unless Dir.exist?(File.join(BENCH_DIR, ".gems")) || (selected.map(&:script) & %w[liquid.rb rails.rb]).empty?
-  warn "bench/run.rb: bench/.gems is missing: the liquid and rails benchmarks will skip. " \
+unless Dir.exist?(File.join(BENCH_DIR, ".gems")) || (selected.map(&:script) & %w[liquid.rb rails.rb prefork.rb]).empty?
+  warn "bench/run.rb: bench/.gems is missing: the liquid, rails and prefork benchmarks will skip. " \
        "Run bench/setup.sh (or bench/run.rb --setup) first."
 end
 

@@ -381,7 +381,11 @@ rb_gc_impl_after_fork(void *objspace_ptr, rb_pid_t pid)
      * after this) makes its Ractor the only one, the other Ractors' caches are still listed:
      * they hand back their free slots and allocation counts now, or those slots would stay
      * off every freelist, uncounted, for the child's whole life. */
-    if (pid == 0) mosaic_caches_clear(objspace_ptr);
+    if (pid == 0) {
+        mosaic_caches_clear(objspace_ptr);
+        /* Then what the child inherited becomes old (generation.c). */
+        mosaic_generation_after_fork(objspace_ptr);
+    }
 }
 
 /* =========================================================== statistics */

@@ -111,24 +111,59 @@ mosaic_generation_count(mosaic_objspace_t *objspace)
     objspace->old_wb_unprotected_objects = old_unprotected;
 }
 
-/* Process.warmup: every object now in the heap becomes old. With no young object left, the
- * remembered-set invariant holds trivially. World stopped, all pages swept. */
+/* Sets `bits` in `*word`, writing only when one is missing: the metadata of a page whose bits
+ * are already set is not written (in a forked child, not copied). */
+static inline void
+bits_set_if_missing(mosaic_bits_t *word, mosaic_bits_t bits)
+{
+    if ((*word & bits) != bits) *word |= bits;
+}
+
+/* Every object now in the heap becomes old (Process.warmup; a forked child, see
+ * mosaic_generation_after_fork). With no young object left, the remembered-set invariant
+ * holds trivially. World stopped. An unmarked object on a page not swept yet is garbage and is
+ * left alone (the sweep frees it). Bits are written only where they change, so a heap that is
+ * already old (a child of a warmed-up parent) has no page descriptor written. */
 void
 mosaic_promote_all(mosaic_objspace_t *objspace)
 {
     if (!objspace->params.generational) return;
     for (size_t p = 0; p < objspace->sorted_count; p++) {
         struct mosaic_page *page = objspace->sorted_pages[p];
+        mosaic_bits_t live[MOSAIC_BITMAP_WORDS] = {0};
         for (size_t i = 0; i < page->total_slots; i++) {
             VALUE obj = (VALUE)(page->start + i * page->slot_size);
             if (RBASIC(obj)->flags == 0 || RB_BUILTIN_TYPE(obj) == T_ZOMBIE) continue;
             size_t bit = mosaic_bit_index(obj);
-            mosaic_bit_set(page->old_bits, bit);
-            mosaic_bit_set(page->age1_bits, bit);
-            mosaic_bit_set(page->age0_bits, bit);
+            if (page->before_sweep && !mosaic_bit_test(page->mark_bits, bit)) continue;
+            mosaic_bit_set(live, bit);
         }
-        memset(page->remembered_bits, 0, sizeof(page->remembered_bits));
+        for (size_t w = 0; w < MOSAIC_BITMAP_WORDS; w++) {
+            if (!live[w]) continue;
+            bits_set_if_missing(&page->old_bits[w], live[w]);
+            bits_set_if_missing(&page->age1_bits[w], live[w]);
+            bits_set_if_missing(&page->age0_bits[w], live[w]);
+        }
+        for (size_t w = 0; w < MOSAIC_BITMAP_WORDS; w++) {
+            if (page->remembered_bits[w]) page->remembered_bits[w] = 0;
+        }
     }
     mosaic_generation_count(objspace);
     mosaic_pace_old_limits(objspace);
+}
+
+/* A forked child (rb_gc_impl_after_fork): what it inherited is taken as long-lived, as
+ * Process.warmup would have made it (every object old), and the fork counts as the latest
+ * major GC (the pacer's "three GCs after the latest major" rule restarts). *Why*: a child's
+ * minor GCs then neither trace nor free what it shares with its parent, and its first GCs
+ * do not turn major because the parent's last major was long ago (for what it gained and
+ * where it does not help, see docs/DESIGN.md, "Fork invariants"). The cost: garbage the child inherited
+ * young stays until the child's first major GC. Not while full marks are disabled (nothing
+ * ages then). */
+void
+mosaic_generation_after_fork(mosaic_objspace_t *objspace)
+{
+    if (!objspace->params.generational || !objspace->params.allow_full_mark) return;
+    mosaic_promote_all(objspace);
+    objspace->last_major_count = objspace->stats.count;
 }

@@ -71,7 +71,8 @@ mosaic_malloc_increase(mosaic_objspace_t *objspace, size_t size, bool may_collec
     /* While GC is disabled nothing is flagged: a pending flag would send every allocation to
      * the slow path for nothing. The increase stays counted; the first malloc after
      * GC.enable crosses the limit again. */
-    if (now > objspace->malloc_limit && !objspace->during_gc && !objspace->dont_gc) {
+    if ((now > objspace->malloc_limit || mosaic_add_sat(now, objspace->grown_since_gc) > objspace->growth_trigger_bytes) &&
+        !objspace->during_gc && !objspace->dont_gc) {
         if (may_collect && can_collect_here(objspace)) {
             mosaic_collect(objspace, MOSAIC_REASON_MALLOC | MOSAIC_REASON_INSIDE_MALLOC);
         }

@@ -7,7 +7,9 @@
  * Invariants:
  *  - Marking runs with the world stopped and every page swept (collect.c guarantees both),
  *    so an unmarked, non-T_NONE slot after marking is garbage.
- *  - A slot is pushed on the mark stack exactly once per cycle: when its mark bit goes 0 -> 1.
+ *  - A slot is traced exactly once per cycle, right after its mark bit goes 0 -> 1: in place
+ *    while fewer than MOSAIC_MARK_EAGER_DEPTH scans are nested (scan_in_place), else by being
+ *    pushed on the mark stack.
  *  - Only the exact start of a live (not T_NONE, not T_ZOMBIE) slot counts as a conservative
  *    reference; such an object is marked and pinned.
  *  - After marking, every registered weak reference to an unmarked object reads Qundef.
@@ -91,6 +93,28 @@ age_and_promote(struct mosaic_page *page, size_t bit)
     }
 }
 
+/* Traces obj's children now, as its parent (mark_parent) for the generational checks, then
+ * gives the parent context back. Called for an object just marked while fewer than
+ * MOSAIC_MARK_EAGER_DEPTH scans are nested; deeper ones go on the mark stack. *Why*: pushing
+ * every newly marked object made the stack as large as the widest object's fan-out (an Array
+ * of 500k Strings pushed 500k entries, 4 MB of malloc'd chunks): in a forked child those
+ * chunks reuse heap memory shared with the parent, and that copy was nearly all of what a
+ * child's GC dirtied (bench/workloads/fork_share.rb). Scanning in place keeps the stack to
+ * what is deeper than the bound. */
+static void
+scan_in_place(mosaic_objspace_t *objspace, VALUE obj)
+{
+    VALUE parent = objspace->mark_parent;
+    bool parent_old = objspace->mark_parent_old;
+    objspace->mark_depth++;
+    objspace->mark_parent = obj;
+    objspace->mark_parent_old = objspace->params.generational && mosaic_old_p(obj);
+    rb_gc_mark_children(objspace, obj);
+    objspace->mark_parent = parent;
+    objspace->mark_parent_old = parent_old;
+    objspace->mark_depth--;
+}
+
 void
 mosaic_mark(mosaic_objspace_t *objspace, VALUE obj, bool pin)
 {
@@ -122,7 +146,13 @@ mosaic_mark(mosaic_objspace_t *objspace, VALUE obj, bool pin)
         page->heap->marked_slots++;
         objspace->stats.marked_slots++;
         if (objspace->aging) age_and_promote(page, bit);
-        mark_stack_push(&objspace->mark_stack, obj);
+        /* Old parent, child still young after this mark: keep the edge in the remembered set. */
+        if (objspace->mark_parent_old && !mosaic_bit_test(page->old_bits, bit)) {
+            mosaic_remember(objspace, objspace->mark_parent);
+        }
+        if (objspace->mark_depth < MOSAIC_MARK_EAGER_DEPTH) scan_in_place(objspace, obj);
+        else mark_stack_push(&objspace->mark_stack, obj);
+        return;
     }
 
     /* Old parent, child still young after this mark: keep the edge in the remembered set. */

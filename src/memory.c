@@ -64,7 +64,7 @@ mosaic_memory_breakdown(mosaic_objspace_t *objspace, struct mosaic_memory *m, bo
     for (int i = 0; i < MOSAIC_HEAP_COUNT; i++) {
         const struct mosaic_heap *heap = &objspace->heaps[i];
         size_t allocated = mosaic_heap_total_allocated(objspace, i);
-        size_t used = allocated - heap->total_freed_objects;  /* live + zombies */
+        size_t used = mosaic_heap_used_slots(heap, allocated);  /* live + zombies */
         if (used > heap->total_slots) used = heap->total_slots;
         m->heap_live += used * heap->slot_size;
         m->heap_free += (heap->total_slots - used) * heap->slot_size;

@@ -168,6 +168,11 @@ struct mosaic_heap {
 
     size_t total_allocated_objects;  /* flushed from caches */
     size_t total_freed_objects;
+    /* Compaction across classes (compact.c): objects that moved into / out of this class. The
+     * class holds allocated + moved_in - freed - moved_out objects (mosaic_heap_used_slots);
+     * the sums over all classes are equal, so whole-heap figures need neither. */
+    size_t moved_in_objects;
+    size_t moved_out_objects;
     size_t total_allocated_pages;
     size_t total_freed_pages;
 };
@@ -182,6 +187,12 @@ struct mosaic_cache {
 
 /* Explicit mark stack: chunks of VALUEs, so depth is bounded by memory, not the C stack. */
 #define MOSAIC_MARK_CHUNK 4094
+/* How many in-place scans may nest before newly marked objects go on the mark stack (mark.c,
+ * scan_in_place). Each level costs a few C frames: rb_gc_mark_children, the type's mark
+ * function, mosaic_mark. */
+#ifndef MOSAIC_MARK_EAGER_DEPTH
+#define MOSAIC_MARK_EAGER_DEPTH 4
+#endif
 struct mosaic_mark_chunk {
     struct mosaic_mark_chunk *prev;
     size_t used;
@@ -310,6 +321,7 @@ typedef struct mosaic_objspace {
     struct mosaic_ptr_vec weak_refs;
     VALUE mark_parent;               /* object whose children are being marked (or Qfalse) */
     bool mark_parent_old;
+    unsigned int mark_depth;         /* nesting of in-place scans (mark.c, MOSAIC_MARK_EAGER_DEPTH) */
     bool aging;                      /* this mark phase ages and promotes what it marks */
     void *verify_ctx;                /* set while the heap checker walks edges (verify.c) */
 
@@ -331,6 +343,8 @@ typedef struct mosaic_objspace {
     bool verify_roots_due;           /* objects moved since the latest heap check: check the roots too (verify.c) */
     size_t compact_considered[RUBY_T_MASK + 1];  /* latest compaction, per type */
     size_t compact_moved[RUBY_T_MASK + 1];
+    size_t compact_moved_up[RUBY_T_MASK + 1];    /* ... of which into a larger class */
+    size_t compact_moved_down[RUBY_T_MASK + 1];  /* ... of which into a smaller class */
 
     /* Finalization. */
     st_table *finalizer_table;       /* obj -> hidden Array of finalizer procs */
@@ -377,6 +391,7 @@ typedef struct mosaic_objspace {
     size_t malloc_bytes;             /* atomic; outstanding, usable sizes (malloc.c) */
     size_t malloc_increase;          /* atomic */
     size_t malloc_limit;
+    size_t growth_trigger_bytes;     /* fresh pages + malloc since the latest GC that run a GC from malloc (pace.c) */
     size_t oldmalloc_increase;       /* atomic; bytes malloc'd since the latest major GC */
     size_t oldmalloc_limit;
 
@@ -427,6 +442,15 @@ static inline bool
 mosaic_old_p(VALUE obj)
 {
     return mosaic_bit_test(mosaic_page_of(obj)->old_bits, mosaic_bit_index(obj));
+}
+
+/* Objects (live, zombies, garbage not swept yet) in the class, given the objects ever
+ * allocated in it (`allocated`: heap->total_allocated_objects, plus what caches hold when they
+ * were not flushed). Objects compaction moved across classes count where they are now. */
+static inline size_t
+mosaic_heap_used_slots(const struct mosaic_heap *heap, size_t allocated)
+{
+    return (allocated + heap->moved_in_objects) - (heap->total_freed_objects + heap->moved_out_objects);
 }
 
 /* The largest count or byte size Mosaic keeps: a Fixnum, so that GC.stat and friends never
@@ -539,6 +563,14 @@ size_t mosaic_pace_counted_bytes(mosaic_objspace_t *objspace);
 size_t mosaic_pace_used_bytes(mosaic_objspace_t *objspace);
 bool mosaic_pace_over_limit(mosaic_objspace_t *objspace);
 bool mosaic_pace_grown_enough(mosaic_objspace_t *objspace);
+size_t mosaic_pace_growth_step(mosaic_objspace_t *objspace);
+/* Memory taken since the latest GC, slots and malloc in one budget: fresh page bytes mapped
+ * plus the net malloc increase. */
+static inline size_t
+mosaic_pace_grown_bytes(mosaic_objspace_t *objspace)
+{
+    return mosaic_add_sat(objspace->grown_since_gc, __atomic_load_n(&objspace->malloc_increase, __ATOMIC_RELAXED));
+}
 bool mosaic_pace_near_limit(mosaic_objspace_t *objspace);
 
 /* memory.c: where the memory goes; MOSAIC_TRACE, MOSAIC_MEMORY_REPORT, malloc_trim */
@@ -588,6 +620,7 @@ void mosaic_writebarrier_remember(mosaic_objspace_t *objspace, VALUE obj);
 void mosaic_minor_mark_start(mosaic_objspace_t *objspace, void (*push)(mosaic_objspace_t *, VALUE));
 void mosaic_generation_count(mosaic_objspace_t *objspace);
 void mosaic_promote_all(mosaic_objspace_t *objspace);
+void mosaic_generation_after_fork(mosaic_objspace_t *objspace);
 
 /* config.c: tunables and GC.config */
 void mosaic_params_defaults(struct mosaic_params *params);

@@ -39,8 +39,9 @@
  *   the OS too (heap.c, mosaic_pool_trim, with a reserve against oscillation). Why both: a
  *   heap that grew for a burst (gcbench: 57 MiB of pages for 11 MiB live) is refilled with
  *   garbage every cycle, its empty pages reused from the pool before they can sit idle.
- * Growth in steps: however large the budget, fresh pages mapped since the latest GC stop at
- *   1/8 of the heap (at least 4 MiB) until a GC (mosaic_pace_grown_enough, below).
+ * Growth in steps, slots and malloc in one budget: however large the budget, once fresh pages
+ *   mapped plus the net malloc increase since the latest GC reach the growth step (1/8 of the
+ *   pages in use, at least 4 MiB), fresh pages wait for a GC (mosaic_pace_grown_enough, below).
  * heap_target_bytes = (pages in use + pages the budgets allow) * MOSAIC_PAGE_SIZE: the page
  * memory the heap may reach before the next GC (GC.stat :mosaic_heap_target_bytes).
  *
@@ -52,7 +53,11 @@
  * Malloc, as in the default GC (sizes are malloc_usable_size, malloc.c):
  *   malloc_increase counts bytes malloc'd since the last GC minus bytes freed; crossing
  *   malloc_limit triggers a GC. At each GC the limit becomes increase * growth_factor (1.4)
- *   if crossed, else decays by 2%, within [malloc_limit_min, malloc_limit_max].
+ *   if crossed, else decays by 2%, within [malloc_limit_min, malloc_limit_max]. Malloc also
+ *   counts in the slots' budget: a GC runs from malloc too when fresh pages plus the malloc
+ *   increase pass growth_trigger_bytes = max(malloc_limit, growth step), set at each GC; so
+ *   a program that takes both collects after one step's worth of memory, not after a step of
+ *   pages plus a malloc_limit of malloc.
  * Old malloc, by what survivors hold: when a minor GC's sweep ends, the malloc its survivors
  *   hold (malloc_bytes at the GC's start less what the sweep freed) beyond a baseline
  *   (oldmalloc_held_bytes) is malloc that only a major GC frees once its owners die. The
@@ -93,6 +98,12 @@
  * one would collect for every few mallocs (the GC time cap would then set the limit aside). */
 #define MOSAIC_LIMIT_MALLOC_FLOOR ((size_t)256 << 10)
 
+/* The growth step (mosaic_pace_grown_enough): 1/8 of what the heap holds, at least 4 MiB. */
+#define MOSAIC_GROWTH_STEP_MIN ((size_t)4 << 20)
+#ifndef MOSAIC_GROWTH_STEP_DIVISOR
+# define MOSAIC_GROWTH_STEP_DIVISOR 8
+#endif
+
 void
 mosaic_pace_init(mosaic_objspace_t *objspace)
 {
@@ -103,6 +114,7 @@ mosaic_pace_init(mosaic_objspace_t *objspace)
         objspace->heaps[i].major_target_slots = objspace->params.heap_init_slots[i];
     }
     objspace->malloc_limit = objspace->params.malloc_limit_min;
+    objspace->growth_trigger_bytes = objspace->malloc_limit > MOSAIC_GROWTH_STEP_MIN ? objspace->malloc_limit : MOSAIC_GROWTH_STEP_MIN;
     objspace->oldmalloc_limit = objspace->params.oldmalloc_limit_min;
     objspace->stress_minor_countdown = objspace->params.stress_minor_every;
 }
@@ -133,22 +145,24 @@ mosaic_pace_over_limit(mosaic_objspace_t *objspace)
     return mosaic_add_sat(mosaic_pace_used_bytes(objspace), MOSAIC_PAGE_SIZE) > limit;
 }
 
-/* Growth in steps: however large the budget, once the heap has grown by an eighth of its
- * size at the latest GC (at least MOSAIC_GROWTH_STEP_MIN), the next growth waits for a GC.
+/* Growth in steps: however large the budget, once the heap has taken an eighth of its pages
+ * (at least MOSAIC_GROWTH_STEP_MIN) since the latest GC, in fresh pages and malloc together
+ * (mosaic_pace_grown_bytes), the next fresh page waits for a GC.
  * Why: a budget is sized from what was live at the GC; when the program stops building up
  * (a temporary structure completes, then dies), the rest of the budget would only be filled
  * with garbage (gcbench: a 22 MiB step taken whole, 56 MiB of pages for a 40 MiB peak of live
  * data). A GC halfway learns that; if the build-up goes on, the next GC asks again. */
-#define MOSAIC_GROWTH_STEP_MIN ((size_t)4 << 20)
-#ifndef MOSAIC_GROWTH_STEP_DIVISOR
-# define MOSAIC_GROWTH_STEP_DIVISOR 8
-#endif
+size_t
+mosaic_pace_growth_step(mosaic_objspace_t *objspace)
+{
+    size_t step = objspace->sorted_count * MOSAIC_PAGE_SIZE / MOSAIC_GROWTH_STEP_DIVISOR;
+    return step < MOSAIC_GROWTH_STEP_MIN ? MOSAIC_GROWTH_STEP_MIN : step;
+}
+
 bool
 mosaic_pace_grown_enough(mosaic_objspace_t *objspace)
 {
-    size_t step = objspace->sorted_count * MOSAIC_PAGE_SIZE / MOSAIC_GROWTH_STEP_DIVISOR;
-    if (step < MOSAIC_GROWTH_STEP_MIN) step = MOSAIC_GROWTH_STEP_MIN;
-    return objspace->grown_since_gc >= step;
+    return mosaic_pace_grown_bytes(objspace) >= mosaic_pace_growth_step(objspace);
 }
 
 /* The old-object limits, from the old objects counted now: after a major GC, and after
@@ -412,11 +426,14 @@ mosaic_pace_malloc_limit(mosaic_objspace_t *objspace)
         size_t next = mosaic_scale(objspace->malloc_limit, 0.98);
         objspace->malloc_limit = next < params->malloc_limit_min ? params->malloc_limit_min : next;
     }
+    size_t step = mosaic_pace_growth_step(objspace);
+    objspace->growth_trigger_bytes = step > objspace->malloc_limit ? step : objspace->malloc_limit;
     /* Near the soft limit, a GC comes before malloc takes half of what is left. */
     size_t headroom = limit_headroom(objspace);
     if (headroom != MOSAIC_SIZE_MAX) {
         size_t cap = headroom / 2 > MOSAIC_LIMIT_MALLOC_FLOOR ? headroom / 2 : MOSAIC_LIMIT_MALLOC_FLOOR;
         if (objspace->malloc_limit > cap) objspace->malloc_limit = cap;
+        if (objspace->growth_trigger_bytes > cap) objspace->growth_trigger_bytes = cap;
     }
     objspace->malloc_gc_pending = false;
 }

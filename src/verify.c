@@ -30,6 +30,9 @@
  *  - the free-page queues: every queued page belongs to the class, is in the page index, is
  *    swept, and is queued once (a page retired to the pool or the OS while queued would
  *    give its slots out again).
+ *  - every object's content that CRuby keeps inside the slot fits the slot (compaction moves
+ *    objects across size classes): an embedded string, array or T_OBJECT, and every hash
+ *    (whose table lives in its slot), needs at most its slot size (rb_gc_obj_optimal_size).
  * Returns the number of problems; each is printed to stderr. With raise_on_error it calls
  * rb_bug on the first inconsistent heap, so a core file shows the state.
  */
@@ -97,6 +100,29 @@ mosaic_verify_edge(mosaic_objspace_t *objspace, VALUE child, bool weak)
         }
         break;
     }
+}
+
+/* Whether what CRuby keeps inside `obj`'s slot fits it. Content kept outside (a string, array
+ * or T_OBJECT that is not embedded) is not asked about: its optimal size may be larger. */
+static bool
+content_fits_slot(VALUE obj, size_t slot_size)
+{
+    switch (RB_BUILTIN_TYPE(obj)) {
+      case T_STRING:
+        if (RB_FL_TEST_RAW(obj, RSTRING_NOEMBED)) return true;
+        break;
+      case T_ARRAY:
+        if (!RB_FL_TEST_RAW(obj, RARRAY_EMBED_FLAG)) return true;
+        break;
+      case T_OBJECT:
+        if (!RB_FL_TEST_RAW(obj, ROBJECT_EMBED)) return true;
+        break;
+      case T_HASH:
+        break;
+      default:
+        return true;
+    }
+    return rb_gc_obj_optimal_size(obj) <= slot_size;
 }
 
 static int
@@ -218,6 +244,10 @@ verify_page(struct verify_ctx *ctx, struct mosaic_page *page, size_t *live, size
             continue;
         }
         (*live)++;
+        if (!content_fits_slot(obj, page->slot_size)) {
+            report(ctx, "%p (type 0x%x) needs %zu bytes in its %u-byte slot", (void *)obj,
+                   (unsigned)RB_BUILTIN_TYPE(obj), rb_gc_obj_optimal_size(obj), page->slot_size);
+        }
         verify_object_tables(ctx, obj, false);
         if (RB_BUILTIN_TYPE(obj) == T_DATA) verify_weakmap(ctx, obj);
         size_t bit = mosaic_bit_index(obj);

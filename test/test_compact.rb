@@ -1,8 +1,9 @@
 require_relative "helper"
 
-# Compaction (src/compact.c): GC.compact moves live, unpinned objects within their size class
-# and updates every reference; objects keep their contents, ids, finalizers, weak-map entries
-# and hash positions; pinned objects stay; a fragmented heap ends on fewer pages.
+# Compaction (src/compact.c): GC.compact moves live, unpinned objects, each to the size class
+# CRuby asks for (rb_gc_obj_optimal_size: up, down, or its own), and updates every reference;
+# objects keep their contents, ids, finalizers, weak-map entries and hash positions, and keep
+# working in their new slot; pinned objects stay; a fragmented heap ends on fewer pages.
 class TestMosaicCompact < Test::Unit::TestCase
   include MosaicTestHelper
 
@@ -10,6 +11,9 @@ class TestMosaicCompact < Test::Unit::TestCase
   PRELUDE = <<~'RUBY'
     require "objspace"
     def addr(o) = ObjectSpace.dump(o)[/"address":"(0x\h+)"/, 1]
+    def slot(o) = ObjectSpace.dump(o)[/"slot_size":(\d+)/, 1].to_i
+    def embedded?(o) = ObjectSpace.dump(o).include?('"embedded":true')
+    BASE = GC::INTERNAL_CONSTANTS[:BASE_SLOT_SIZE]
     MOSAIC_GC = GC::OPTS.include?("MOSAIC")
   RUBY
 
@@ -45,6 +49,197 @@ class TestMosaicCompact < Test::Unit::TestCase
       GC.compact
       more.each_with_index { |s, i| assert_equal "more #{i}", s }
       strs.each_with_index { |s, i| assert_equal "string #{i}", s }
+    RUBY
+  end
+
+  # Objects move to the class their content fits (the default GC's rule since Ruby 3.2): a
+  # string, array or T_OBJECT whose content lives outside a small slot moves up and is embedded
+  # in the larger one; one whose embedded content shrank moves down; a hash whose table became
+  # an st_table moves down. Each keeps its contents, and keeps working once moved (it grows past
+  # its new slot, shrinks, takes more instance variables, keys), through more compactions.
+  def test_objects_move_across_size_classes
+    assert_gc_script(PRELUDE + <<~'RUBY', timeout: 300)
+      N = 3000
+      class Foo
+        def fill(i) = 10.times { |j| instance_variable_set(:"@v#{j}", i + j) }
+        def values = 10.times.map { |j| instance_variable_get(:"@v#{j}") }
+      end
+      GC.verify_compaction_references(expand_heap: true, toward: :empty)
+
+      tail = "z" * (BASE * 4)
+      up_strs = Array.new(N) { |i| +"#{i}:" << tail }                 # 40 B slot, heap buffer
+      down_strs = Array.new(N) { |i| ("a" * (BASE * 4)).squeeze! << i.to_s }  # 320 B slot, 2-6 bytes
+      up_arys = Array.new(N) { |i| a = []; 5.times { |j| a << i + j }; a }      # 40 B slot, heap buffer
+      down_arys = Array.new(N) { |i| a = [i + 2, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1]; a.uniq!; a }  # 160 B, 2 left
+      objs = Array.new(N) { Foo.new }                                 # 40 B slot (no ivars known)
+      objs.each_with_index { |o, i| o.fill(i) }                       # ivars outside the slot
+      GC.start
+      Foo.new.fill(0)                                                 # shapes under the 160 B root
+      hashes = Array.new(N) { |i| h = { a: 1, b: 2, c: 3, d: 4, e: 5, f: 6, g: 7, h: 8 }; h[i] = i; h }
+
+      assert_equal [BASE], (up_strs + up_arys + objs).map { slot(_1) }.uniq
+      refute (up_strs + up_arys + objs).any? { embedded?(_1) }
+      assert_equal [BASE * 8], down_strs.map { slot(_1) }.uniq
+      assert_equal [BASE * 4], (down_arys + hashes).map { slot(_1) }.uniq
+
+      info = GC.verify_compaction_references(expand_heap: true, toward: :empty)
+      assert_operator info[:moved_up][:T_STRING] || 0, :>=, N - 10
+      assert_operator info[:moved_up][:T_ARRAY] || 0, :>=, N - 10
+      assert_operator info[:moved_up][:T_OBJECT] || 0, :>=, N - 10
+      assert_operator info[:moved_down][:T_STRING] || 0, :>=, N - 10
+      assert_operator info[:moved_down][:T_ARRAY] || 0, :>=, N - 10
+      assert_operator info[:moved_down][:T_HASH] || 0, :>=, N - 10
+
+      # Up: now embedded in a larger slot. Down: in the smallest slot their content fits.
+      assert_operator up_strs.count { slot(_1) == BASE * 8 && embedded?(_1) }, :>=, N - 10
+      assert_operator up_arys.count { slot(_1) > BASE && embedded?(_1) }, :>=, N - 10
+      assert_operator objs.count { slot(_1) == BASE * 4 && embedded?(_1) }, :>=, N - 10
+      assert_operator down_strs.count { slot(_1) == BASE && embedded?(_1) }, :>=, N - 10
+      assert_operator down_arys.count { slot(_1) == BASE && embedded?(_1) }, :>=, N - 10
+      assert_operator hashes.count { slot(_1) == BASE * 2 }, :>=, N - 10
+
+      check = lambda do
+        up_strs.each_with_index { |s, i| assert_equal "#{i}:#{tail}", s }
+        down_strs.each_with_index { |s, i| assert_equal "a#{i}", s }
+        up_arys.each_with_index { |a, i| assert_equal (i...i + 5).to_a, a }
+        down_arys.each_with_index { |a, i| assert_equal [i + 2, 1], a }
+        objs.each_with_index { |o, i| assert_equal (i...i + 10).to_a, o.values }
+        hashes.each_with_index do |h, i|
+          assert_equal({ a: 1, b: 2, c: 3, d: 4, e: 5, f: 6, g: 7, h: 8, i => i }, h)
+        end
+      end
+      check.call
+      GC.verify_internal_consistency
+
+      # They keep working where they are: grow past the slot, take new ivars and keys.
+      up_strs.each { _1 << "!" * 500 }
+      down_strs.each { _1 << "b" * 100 }
+      up_arys.each { |a| 100.times { a << _1 } }
+      down_arys.each { |a| 20.times { a << _1 } }
+      objs.each_with_index { |o, i| o.instance_variable_set(:@extra, i) }
+      hashes.each { |h| 20.times { h[:"k#{_1}"] = _1 } }
+      up_strs.each_with_index { |s, i| assert_equal "#{i}:#{tail}#{"!" * 500}", s }
+      down_strs.each_with_index { |s, i| assert_equal "a#{i}#{"b" * 100}", s }
+      up_arys.each_with_index { |a, i| assert_equal (i...i + 5).to_a + (0...100).to_a, a }
+      down_arys.each_with_index { |a, i| assert_equal [i + 2, 1] + (0...20).to_a, a }
+      objs.each_with_index { |o, i| assert_equal (i...i + 10).to_a, o.values; assert_equal i, o.instance_variable_get(:@extra) }
+      hashes.each_with_index { |h, i| assert_equal 29, h.size; assert_equal i, h[i]; assert_equal 19, h[:k19] }
+      GC.compact
+      GC.verify_compaction_references(expand_heap: true, toward: :empty)
+      up_strs.each_with_index { |s, i| assert_equal "#{i}:#{tail}#{"!" * 500}", s }
+      down_strs.each_with_index { |s, i| assert_equal "a#{i}#{"b" * 100}", s }
+      objs.each_with_index { |o, i| assert_equal (i...i + 10).to_a, o.values; assert_equal i, o.instance_variable_get(:@extra) }
+      hashes.each_with_index { |h, i| assert_equal 29, h.size; assert_equal i, h[i] }
+      GC.verify_internal_consistency
+    RUBY
+  end
+
+  # A T_OBJECT changes class only with a shape rebuilt under the new class's root shape (the
+  # shape fixes its ivar capacity): a frozen one keeps its frozen shape; one whose ivars have no
+  # shape under the larger root stays in its own class, intact.
+  def test_moved_objects_keep_shape_and_frozen_state
+    assert_gc_script(PRELUDE + <<~'RUBY')
+      class Bar
+        def fill = (@a, @b, @c, @d, @e = 1, 2, 3, 4, 5)
+        def set_a = (@a = 10)
+      end
+      frozen = Array.new(1000) { Bar.new }                  # 40 B slots: no Bar had ivars yet
+      frozen.each { |o| o.fill; o.freeze }                  # ivars outside the slot
+      other = Bar.new.tap(&:fill)
+      other.set_a                                           # an inline cache for @a
+      Bar.new.tap(&:fill).freeze                            # the same shapes under the 80 B root
+      lone = Class.new                                      # no instance of it has ivars yet
+      lonely = Array.new(1000) { lone.new }
+      lonely.each_with_index { |o, i| 6.times { |j| o.instance_variable_set(:"@only#{j}", i) } }
+      assert_equal [BASE], (frozen + lonely).map { slot(_1) }.uniq
+      GC.verify_compaction_references(expand_heap: true, toward: :empty)
+      assert_operator frozen.count { slot(_1) == BASE * 2 && embedded?(_1) }, :>=, 990
+      assert_equal [BASE], lonely.map { slot(_1) }.uniq
+      frozen.each do |o|
+        assert_predicate o, :frozen?
+        assert_raise(FrozenError) { o.set_a }
+        assert_equal [1, 2, 3, 4, 5], %i[@a @b @c @d @e].map { o.instance_variable_get(_1) }
+      end
+      lonely.each_with_index { |o, i| assert_equal [i] * 6, o.instance_variables.map { o.instance_variable_get(_1) } }
+      GC.verify_internal_consistency
+    RUBY
+  end
+
+  # GC.compact (not only verify_compaction_references) moves objects across classes wherever
+  # they are: all the hashes whose table became an st_table leave the 160 B class for the free
+  # slots of the 80 B class. (The default GC, whose cursors advance a page per class per round,
+  # moved about half of them here: each class stops taking objects once its cursors met.)
+  def test_gc_compact_moves_objects_into_a_small_class
+    assert_gc_script(PRELUDE + <<~'RUBY')
+      srand(3)
+      GC.start
+      fill = Array.new(818 * 40) { |i| [i, i, i, i, i, i] }       # 80 B slots, where they belong
+      keep80 = fill.select { rand < 0.1 }
+      fill = nil
+      hashes = Array.new(20_000) { |i| h = { a: 1, b: 2, c: 3, d: 4, e: 5, f: 6, g: 7, h: 8 }; h[:i] = i; h }
+      GC.start
+      pages = GC.stat(:heap_eden_pages)
+      info = GC.compact
+      after = GC.stat(:heap_eden_pages)
+      if MOSAIC_GC
+        assert_operator info[:moved_down][:T_HASH] || 0, :>=, 19_000, info.inspect
+        assert_operator after, :<, pages
+        assert_operator hashes.count { slot(_1) == BASE * 2 }, :>=, 19_000
+      end
+      hashes.each_with_index { |h, i| assert_equal 9, h.size; assert_equal i, h[:i]; assert_equal 8, h[:h] }
+      keep80.each { |a| assert_equal [a[0]] * 6, a }
+      GC.verify_internal_consistency
+    RUBY
+  end
+
+  # latest_compact_info counts a move across classes once, under moved_up or moved_down, and
+  # also under moved; types CRuby gives no size (classes, procs...) never change class.
+  def test_latest_compact_info_counts_moves_across_classes
+    assert_gc_script(PRELUDE + <<~'RUBY')
+      strs = Array.new(2000) { |i| +"#{i}" << "y" * 200 }
+      small = Array.new(2000) { |i| ("q" * 200).squeeze! << i.to_s }
+      info = GC.verify_compaction_references(expand_heap: true, toward: :empty)
+      assert_equal %i[considered moved moved_up moved_down], info.keys
+      assert_operator info[:moved_up][:T_STRING], :>=, 1990
+      assert_operator info[:moved_down][:T_STRING], :>=, 1990
+      info[:moved].each do |type, n|
+        assert_operator (info[:moved_up][type] || 0) + (info[:moved_down][type] || 0), :<=, n, type
+      end
+      (info[:moved_up].keys + info[:moved_down].keys).each do |type|
+        assert_includes %i[T_STRING T_ARRAY T_OBJECT T_HASH], type
+      end
+      assert_equal info, GC.latest_compact_info
+      # Nothing left to move across: a second compaction right away moves none of these.
+      again = GC.verify_compaction_references(expand_heap: true, toward: :empty)
+      assert_operator again[:moved_up][:T_STRING] || 0, :<, 100
+      assert_operator again[:moved_down][:T_STRING] || 0, :<, 100
+      strs.each_with_index { |s, i| assert_equal "#{i}#{"y" * 200}", s }
+      small.each_with_index { |s, i| assert_equal "q#{i}", s }
+    RUBY
+  end
+
+  # Mosaic counts an object that changed class where it lives now: the memory breakdown
+  # (slot bytes in use, per class) follows it up, and back down when it dies, without wrapping.
+  def test_moves_across_classes_keep_per_class_counts
+    omit "Mosaic's own figures" unless mosaic?
+    assert_gc_script(PRELUDE + <<~'RUBY')
+      GC.verify_compaction_references(expand_heap: true, toward: :empty)
+      live0 = GC.stat(:mosaic_heap_live_bytes)
+      strs = Array.new(20_000) { |i| +"#{i}" << "w" * 200 }     # 40 B slots, buffers of ~220 B
+      GC.start
+      live1 = GC.stat(:mosaic_heap_live_bytes)
+      info = GC.verify_compaction_references(expand_heap: true, toward: :empty)
+      assert_operator info[:moved_up][:T_STRING], :>=, 19_990
+      live2 = GC.stat(:mosaic_heap_live_bytes)
+      # Each moved from a 40 B slot to a 320 B one.
+      assert_operator live2 - live1, :>=, 19_990 * 280 * 0.9, [live0, live1, live2].inspect
+      strs.clear
+      GC.start
+      GC.start
+      live3 = GC.stat(:mosaic_heap_live_bytes)
+      assert_operator live3, :<, live0 + 1_000_000, [live0, live1, live2, live3].inspect
+      assert_operator GC.stat(:mosaic_heap_free_bytes), :>=, 0
+      GC.verify_internal_consistency
     RUBY
   end
 
@@ -174,6 +369,41 @@ class TestMosaicCompact < Test::Unit::TestCase
       assert_operator after, :<, pages * 0.6, "pages: #{pages} before, #{after} after" if MOSAIC_GC
       assert_operator GC.stat(:heap_eden_pages), :<, eden
       kept.zip(keep) { |o, i| assert_equal(i.even? ? "str #{i}" : [i], o) }
+      GC.verify_internal_consistency
+    RUBY
+  end
+
+  # GC.compact fills pages that cannot empty (they hold an object that never moves: here
+  # dynamic Symbols) before the pages whose objects can all move, so those empty. (Ordered by
+  # fill alone, the sparse Symbol pages were evacuated first and kept their free slots.)
+  def test_pages_that_cannot_empty_are_filled_first
+    assert_gc_script(PRELUDE + <<~'RUBY')
+      def page(o) = addr(o).to_i(16) & ~0xffff
+      srand(1)
+      GC.start
+      GC.disable                    # fresh pages in allocation order: no hole is reused
+      syms = []
+      junk = nil
+      (1637 * 8).times { |i| if i % 800 == 0 then syms << :"fixed_sym_#{i}" else junk = "junk #{i}" end }
+      live = Array.new(20_000) { |i| "live #{i}" }
+      kept = live.select { rand < 0.5 }
+      live = junk = nil
+      GC.enable
+      GC.start
+      sym_pages = syms.map { page(_1) }.uniq
+      assert_operator kept.count { sym_pages.include?(page(_1)) }, :<, kept.size * 0.2
+      before = GC.stat_heap(0, :heap_eden_pages)
+      GC.compact
+      after = GC.stat_heap(0, :heap_eden_pages)
+      on_sym_pages = kept.count { sym_pages.include?(page(_1)) }
+      msg = "40 B pages #{before} -> #{after}; #{on_sym_pages} kept strings on the #{sym_pages.size} pages with Symbols"
+      if MOSAIC_GC
+        assert_operator after, :<=, before - kept.size / 1637, msg
+        assert_operator on_sym_pages, :>=, kept.size * 0.35, msg
+      end
+      assert_equal syms, syms.map { _1.to_s.to_sym }
+      srand(1)
+      assert_equal Array.new(20_000) { |i| "live #{i}" }.select { rand < 0.5 }, kept
       GC.verify_internal_consistency
     RUBY
   end

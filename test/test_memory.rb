@@ -31,7 +31,8 @@ class TestMosaicMemory < Test::Unit::TestCase
       assert_operator s[:mosaic_memory_used_bytes], :>, counted + (s[:mosaic_rss_bytes] - counted) / 2
       # Every figure has its peak companion, and the single-key form answers too.
       s.each_key.grep(/\Amosaic_(?!peak_)(.*)_bytes\z/) do |k|
-        next if %i[mosaic_heap_target_bytes mosaic_live_bytes mosaic_malloc_live_bytes mosaic_memory_limit_bytes mosaic_memory_used_bytes].include?(k)
+        next if %i[mosaic_heap_target_bytes mosaic_live_bytes mosaic_malloc_live_bytes mosaic_memory_limit_bytes mosaic_memory_used_bytes
+                  mosaic_growth_step_bytes mosaic_growth_trigger_bytes mosaic_grown_bytes].include?(k)
         assert_include s.keys, :"mosaic_peak_#{k.to_s.delete_prefix("mosaic_")}", k
       end
       assert_kind_of Integer, GC.stat(:mosaic_libc_in_use_bytes)
@@ -113,6 +114,39 @@ class TestMosaicMemory < Test::Unit::TestCase
     RUBY
   end
 
+  # Slots and malloc share one growth budget: between two GCs, fresh pages plus the malloc
+  # increase stay within one growth step (1/8 of the pages in use, at least 4 MiB). A
+  # build-up that takes both (each step: a 3000-byte string and an array of 25 objects) used to
+  # grow by a step of pages plus the malloc taken meanwhile, about three steps per GC here.
+  def test_slots_and_malloc_share_one_growth_budget
+    omit "Mosaic's pacing" unless mosaic?
+    omit "reads Mosaic's pacing; the stress gate forces GCs" if ENV["MOSAIC_STRESS_MINOR"]
+    assert_gc_script(<<~'RUBY', timeout: 300)
+      page = GC::INTERNAL_CONSTANTS[:HEAP_PAGE_SIZE]
+      held = -> { s = GC.stat; (s[:heap_allocated_pages] + s[:heap_empty_pages]) * page + s[:mosaic_malloc_bytes] }
+      keep = []
+      GC.start
+      count = GC.count
+      at_gc = held.()
+      step = GC.stat(:mosaic_growth_step_bytes)
+      cycles = []
+      15_000.times do
+        keep << ("m" * 3000) << Array.new(25) { Object.new }
+        next if GC.count == count
+        now = held.()
+        cycles << [now - at_gc, step]
+        count = GC.count
+        at_gc = now
+        step = GC.stat(:mosaic_growth_step_bytes)
+      end
+      assert_operator cycles.size, :>=, 5
+      worst = cycles.max_by { |grown, s| grown.fdiv(s) }
+      assert_operator worst[0], :<=, worst[1] * 1.25 + (1 << 20),
+                      "a cycle grew by #{worst[0] >> 10} KiB with a step of #{worst[1] >> 10} KiB; cycles: #{cycles.map { |g, _| g >> 10 }}"
+      keep.size
+    RUBY
+  end
+
   def test_trace_prints_one_line_per_gc
     omit "MOSAIC_TRACE" unless mosaic?
     out, err, status = run_with({ "MOSAIC_TRACE" => "1" }, "3.times { GC.start }; 200_000.times { Object.new }; p GC.count")
@@ -181,12 +215,15 @@ class TestMosaicMemory < Test::Unit::TestCase
     out, err, status = run_with({}, LIMIT_PROGRAM)
     assert_predicate status, :success?, err
     unlimited = out.lines[0].to_i
-    limit = (unlimited * 0.7).to_i
+    limit = (unlimited * 0.75).to_i
     out, err, status = run_with({ "MOSAIC_MEMORY_LIMIT" => limit.to_s }, LIMIT_PROGRAM)
     assert_predicate status, :success?, err
     limited, set_aside = out.lines.map(&:to_i)
     assert_equal 0, set_aside, "the live set fits, yet the limit was set aside"
-    assert_operator limited, :<=, limit, "peak RSS #{limited} bytes with a limit of #{limit} (#{unlimited} without)"
+    # Resident memory is measured at each GC and estimated between GCs (pages and malloc as
+    # counted, the rest as at the latest GC): glibc's arenas can take a few hundred KiB more
+    # than estimated before the next check. Without the limit the peak is a third higher.
+    assert_operator limited, :<=, limit + (1 << 20), "peak RSS #{limited} bytes with a limit of #{limit} (#{unlimited} without)"
     assert_not_match(/warning/, err)
   end
 

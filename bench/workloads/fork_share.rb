@@ -3,11 +3,17 @@
 # and 20k), runs GC, and forks; the child runs a full GC.start and then reads its own
 # Private_Dirty from /proc/self/smaps_rollup: the memory the child's GC had to copy (lower is
 # better). The child reports through a pipe and leaves with exit! (no at_exit hooks).
-# Usage: ruby bench/workloads/fork_share.rb [--quick]
+# --warmup (benchmark "fork-share-warmup"): the parent also runs Process.warmup after its GCs, just
+# before fork, as a preforking server may (a full GC that compacts the heap and promotes every
+# survivor); the figures keep their names and meaning, so the two benchmarks compare directly.
+# Usage: ruby bench/workloads/fork_share.rb [--quick] [--warmup]
 require_relative "../lib/bench_support"
+
+WARMUP = ARGV.include?("--warmup")
 
 Bench.skip("no /proc/self/smaps_rollup on this system") unless File.readable?("/proc/self/smaps_rollup")
 Bench.skip("fork is not available") unless Process.respond_to?(:fork)
+Bench.skip("Process.warmup is not available (Ruby < 3.3)") if WARMUP && !Process.respond_to?(:warmup)
 
 def rollup_kb(field) = File.read("/proc/self/smaps_rollup")[/^#{field}:\s+(\d+) kB/, 1].to_i
 
@@ -17,6 +23,7 @@ array = Array.new(strings) { |i| "string number #{i} of the shared heap" }
 hash = {}
 entries.times { |i| hash["key-#{i}"] = [i, "value #{i}"] }
 3.times { GC.start }
+Process.warmup if WARMUP
 
 reader, writer = IO.pipe
 pid = fork do

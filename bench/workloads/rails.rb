@@ -1,182 +1,25 @@
 # Workload "rails": a railsbench-like Rails application on sqlite3 (models Author, Post, Comment,
 # Tag/Tagging; HTML views with a layout and partials, a JSON endpoint and a form POST), driven
 # in-process with Rack::MockRequest: thousands of requests in a fixed mix after a warm-up.
-# Reports requests/s and the p50/p90/p99/max latency of one request. The views live in
-# bench/workloads/rails_app/. Gems come from bench/.gems (bench/setup.sh); skips without them.
+# Reports requests/s and the p50/p90/p99/max latency of one request. The app (shared with
+# prefork.rb) is bench/workloads/rails_app/bench_app.rb. Gems come from bench/.gems
+# (bench/setup.sh); skips without them.
 # Usage: ruby bench/workloads/rails.rb [--quick] [--pauses]    (full: 4000 requests, quick: 600)
 require_relative "../lib/bench_support"
 Bench.use_gems("railties", "actionpack", "actionview", "activerecord", "sqlite3")
 
-require "tmpdir"
-require "logger"
-ENV["RAILS_ENV"] = "production"
-db_dir = Dir.mktmpdir("mosaic-bench-rails-")
-at_exit { FileUtils.rm_rf(db_dir) }
-ENV["DATABASE_URL"] = "sqlite3:#{db_dir}/bench.sqlite3"
+require_relative "rails_app/bench_app"
 
-require "rails"
-require "active_record/railtie"
-require "action_controller/railtie"
-require "action_view/railtie"
-
-class BenchApp < Rails::Application
-  config.load_defaults 8.0
-  config.root = File.join(__dir__, "rails_app")
-  config.eager_load = true
-  config.enable_reloading = false
-  config.logger = Logger.new(nil)
-  config.log_level = :fatal
-  config.secret_key_base = "mosaic-bench-" * 8
-  config.hosts.clear
-  config.consider_all_requests_local = false
-  config.action_dispatch.show_exceptions = :none # an error raises, so a broken run fails loudly
-  config.action_controller.allow_forgery_protection = false
-  config.active_record.dump_schema_after_migration = false
-end
-BenchApp.initialize!
-
-ActiveRecord::Migration.verbose = false
-ActiveRecord::Schema.define do
-  create_table(:authors) { |t| t.string :name; t.string :email; t.text :bio; t.timestamps }
-  create_table(:posts) do |t|
-    t.references :author; t.string :title; t.text :body; t.integer :views, default: 0; t.timestamps
-  end
-  create_table(:comments) { |t| t.references :post; t.string :name; t.text :body; t.timestamps }
-  create_table(:tags) { |t| t.string :name }
-  create_table(:taggings) { |t| t.references :post; t.references :tag }
-end
-
-class ApplicationRecord < ActiveRecord::Base
-  self.abstract_class = true
-end
-
-class Author < ApplicationRecord
-  has_many :posts
-  validates :name, presence: true
-end
-
-class Post < ApplicationRecord
-  belongs_to :author
-  has_many :comments, dependent: :destroy
-  has_many :taggings
-  has_many :tags, through: :taggings
-  validates :title, presence: true, length: { maximum: 200 }
-  scope :recent, -> { order(created_at: :desc) }
-  def excerpt = body.truncate(160)
-end
-
-class Comment < ApplicationRecord
-  belongs_to :post
-  validates :name, :body, presence: true
-end
-
-class Tag < ApplicationRecord
-  has_many :taggings
-end
-
-class Tagging < ApplicationRecord
-  belongs_to :post
-  belongs_to :tag
-end
-
-class ApplicationController < ActionController::Base; end
-
-class PostsController < ApplicationController
-  PER_PAGE = 20
-
-  def index
-    @page = params.fetch(:page, 1).to_i.clamp(1, 1000)
-    @posts = Post.recent.includes(:author, :tags).limit(PER_PAGE).offset((@page - 1) * PER_PAGE)
-    @comment_counts = Comment.where(post_id: @posts.map(&:id)).group(:post_id).count
-  end
-
-  def show
-    @post = Post.includes(:author, :tags, :comments).find(params[:id])
-    @related = Post.where(author_id: @post.author_id).where.not(id: @post.id).limit(5)
-  end
-end
-
-class AuthorsController < ApplicationController
-  def show
-    @author = Author.find(params[:id])
-    @posts = @author.posts.recent.limit(30)
-  end
-end
-
-class CommentsController < ApplicationController
-  def create
-    post = Post.find(params[:post_id])
-    comment = post.comments.create!(params.require(:comment).permit(:name, :body))
-    redirect_to post_path(post, anchor: "comment-#{comment.id}")
-  end
-end
-
-module Api
-  class PostsController < ApplicationController
-    def show
-      post = Post.includes(:author, :comments, :tags).find(params[:id])
-      render json: post.as_json(only: %i[id title body views created_at],
-                                include: { author: { only: %i[id name] }, tags: { only: :name },
-                                           comments: { only: %i[id name body] } })
-    end
-  end
-end
-
-BenchApp.routes.draw do
-  root "posts#index"
-  resources :posts, only: %i[index show] do
-    resources :comments, only: :create
-  end
-  resources :authors, only: :show
-  namespace(:api) { resources :posts, only: :show }
-end
-
-# Seed data: deterministic, so every run serves the same pages.
-WORDS = %w[heap page slot mark sweep sweep young old card barrier remembered object string array hash
-           fiber thread compact move pin root stack frame method class module].freeze
-text = ->(n, seed) { Array.new(n) { |i| WORDS[(seed * 31 + i * 7) % WORDS.size] }.join(" ") }
-ActiveRecord::Base.transaction do
-  tags = Array.new(15) { |i| Tag.create!(name: "tag-#{i}") }
-  authors = Array.new(25) { |i| Author.create!(name: "Author #{i}", email: "author#{i}@example.com", bio: text.(30, i)) }
-  300.times do |i|
-    post = Post.create!(author: authors[i % authors.size], title: "Post #{i}: #{text.(6, i)}",
-                        body: Array.new(5) { |p| text.(50, i + p) }.join("\n\n"), views: i * 13,
-                        created_at: Time.utc(2025, 1, 1) + i * 3600)
-    3.times { |t| Tagging.create!(post: post, tag: tags[(i + t * 5) % tags.size]) }
-    8.times { |c| post.comments.create!(name: "reader #{c}", body: text.(15, i * 8 + c)) }
-  end
-end
-
-# The request mix: mostly page views, some JSON, one write in twenty.
-app = Rack::MockRequest.new(BenchApp)
-post_ids = Post.pluck(:id)
-author_ids = Author.pluck(:id)
-request = lambda do |i|
-  id = post_ids[(i * 7919) % post_ids.size]
-  case i % 20
-  when 0 then app.post("/posts/#{id}/comments", params: { comment: { name: "bench", body: "comment #{i}" } })
-  when 1..6 then app.get("/posts/#{id}")
-  when 7..10 then app.get("/posts?page=#{1 + i % 15}")
-  when 11, 12 then app.get("/")
-  when 13..15 then app.get("/authors/#{author_ids[i % author_ids.size]}")
-  else app.get("/api/posts/#{id}")
-  end
-end
-expect = lambda do |i, res|
-  ok = (i % 20).zero? ? res.status == 302 : res.status == 200 && res.body.size > 200
-  raise "rails: request #{i} failed with status #{res.status}: #{res.body[0, 300]}" unless ok
-end
-
-Bench.size(300, 100).times { |i| expect.(i, request.(i)) } # warm-up
+Bench.size(300, 100).times { |i| RailsBench.expect(i, RailsBench.request(i)) } # warm-up
 
 requests = Bench.size(4000, 600)
 latencies = Array.new(requests)
 total = Bench.time do
   requests.times do |i|
     t = Bench.now
-    res = request.(i)
+    res = RailsBench.request(i)
     latencies[i] = Bench.now - t
-    expect.(i, res)
+    RailsBench.expect(i, res)
   end
 end
 Bench.figure("requests/s", requests / total, "req/s")
