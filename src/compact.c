@@ -588,35 +588,6 @@ auto_compact_set_m(VALUE self, VALUE flag)
     return flag;
 }
 
-struct root_check {
-    size_t errors;
-};
-
-static void
-root_check_i(const char *category, VALUE obj, void *data)
-{
-    struct root_check *check = data;
-    mosaic_objspace_t *objspace = rb_gc_get_objspace();
-    bool bad = !mosaic_pointer_to_slot_p(objspace, (void *)obj);
-    if (!bad) {
-        switch (RB_BUILTIN_TYPE(obj)) {
-          case T_NONE:
-          case T_MOVED:
-          case T_ZOMBIE:
-            bad = true;
-          default:
-            break;
-        }
-    }
-    if (bad) {
-        if (check->errors < 20) {
-            fprintf(stderr, "[mosaic verify] root (%s) refers to %p, which is not a live object\n",
-                    category ? category : "?", (void *)obj);
-        }
-        check->errors++;
-    }
-}
-
 /* GC.verify_compaction_references(toward: nil, double_heap: false, expand_heap: false): a
  * compaction that moves as much as it can (toward: :empty: from the densest pages into the
  * emptiest; with expand_heap or double_heap, into empty pages added first, so every movable
@@ -645,9 +616,8 @@ verify_compaction_references_m(int argc, VALUE *argv, VALUE self)
     objspace->compact_toward_empty = false;
     objspace->compact_expand = false;
 
-    struct root_check check = { 0 };
-    rb_objspace_reachable_objects_from_root(root_check_i, &check);
-    size_t errors = check.errors + mosaic_verify_heap(objspace, false);
+    objspace->verify_roots_due = true;   /* the heap check below checks the roots too */
+    size_t errors = mosaic_verify_heap(objspace, false);
     if (errors) {
         rb_raise(rb_eRuntimeError, "GC.verify_compaction_references: %"PRIuSIZE" bad references (see stderr)", errors);
     }

@@ -7,6 +7,12 @@ require_relative "helper"
 class TestMosaicCompact < Test::Unit::TestCase
   include MosaicTestHelper
 
+  # These measure what one compaction moves: under MOSAIC_STRESS_COMPACT, compactions forced
+  # at allocation points have moved those objects already.
+  def omit_under_stress_compact
+    omit "measures one compaction's moves; MOSAIC_STRESS_COMPACT compacts before it" if ENV["MOSAIC_STRESS_COMPACT"]
+  end
+
   # Every script can find an object's address with addr(obj).
   PRELUDE = <<~'RUBY'
     require "objspace"
@@ -58,6 +64,7 @@ class TestMosaicCompact < Test::Unit::TestCase
   # an st_table moves down. Each keeps its contents, and keeps working once moved (it grows past
   # its new slot, shrinks, takes more instance variables, keys), through more compactions.
   def test_objects_move_across_size_classes
+    omit_under_stress_compact
     assert_gc_script(PRELUDE + <<~'RUBY', timeout: 300)
       N = 3000
       class Foo
@@ -138,6 +145,7 @@ class TestMosaicCompact < Test::Unit::TestCase
   # shape fixes its ivar capacity): a frozen one keeps its frozen shape; one whose ivars have no
   # shape under the larger root stays in its own class, intact.
   def test_moved_objects_keep_shape_and_frozen_state
+    omit_under_stress_compact
     assert_gc_script(PRELUDE + <<~'RUBY')
       class Bar
         def fill = (@a, @b, @c, @d, @e = 1, 2, 3, 4, 5)
@@ -170,6 +178,7 @@ class TestMosaicCompact < Test::Unit::TestCase
   # slots of the 80 B class. (The default GC, whose cursors advance a page per class per round,
   # moved about half of them here: each class stops taking objects once its cursors met.)
   def test_gc_compact_moves_objects_into_a_small_class
+    omit_under_stress_compact
     assert_gc_script(PRELUDE + <<~'RUBY')
       srand(3)
       GC.start
@@ -195,6 +204,7 @@ class TestMosaicCompact < Test::Unit::TestCase
   # latest_compact_info counts a move across classes once, under moved_up or moved_down, and
   # also under moved; types CRuby gives no size (classes, procs...) never change class.
   def test_latest_compact_info_counts_moves_across_classes
+    omit_under_stress_compact
     assert_gc_script(PRELUDE + <<~'RUBY')
       strs = Array.new(2000) { |i| +"#{i}" << "y" * 200 }
       small = Array.new(2000) { |i| ("q" * 200).squeeze! << i.to_s }
@@ -221,6 +231,7 @@ class TestMosaicCompact < Test::Unit::TestCase
   # Mosaic counts an object that changed class where it lives now: the memory breakdown
   # (slot bytes in use, per class) follows it up, and back down when it dies, without wrapping.
   def test_moves_across_classes_keep_per_class_counts
+    omit_under_stress_compact
     omit "Mosaic's own figures" unless mosaic?
     assert_gc_script(PRELUDE + <<~'RUBY')
       GC.verify_compaction_references(expand_heap: true, toward: :empty)
@@ -377,6 +388,7 @@ class TestMosaicCompact < Test::Unit::TestCase
   # dynamic Symbols) before the pages whose objects can all move, so those empty. (Ordered by
   # fill alone, the sparse Symbol pages were evacuated first and kept their free slots.)
   def test_pages_that_cannot_empty_are_filled_first
+    omit_under_stress_compact
     assert_gc_script(PRELUDE + <<~'RUBY')
       def page(o) = addr(o).to_i(16) & ~0xffff
       srand(1)
