@@ -52,7 +52,8 @@ module DiffGen
       fin_shrink: 1, counted: 2, fiber_new: 2, fiber_poke: 3, fiber_end: 1, threads: 2,
       ractor: 2, bg_start: 2, bg_poke: 2, bg_stop: 1, fork: 2, stress: 1, disabled: 2,
       check: 5, check_gone: 2, old_map_young: 6, ractor_fork: 2,
-      compact: 4, auto_compact: 2, held: 4, walk_compact: 1, warmup: 1, alloc_trace: 1, fin_compact: 1
+      compact: 4, auto_compact: 2, held: 4, walk_compact: 1, warmup: 1, alloc_trace: 1, fin_compact: 1,
+      resize_move: 1
     }.freeze
     TOTAL = WEIGHTS.values.sum
     FIN_STEPS = %i[fin fin_undef fin_shrink fin_slot fin_compact].freeze
@@ -150,6 +151,23 @@ module DiffGen
     def held = call(:held, slot, pick([1, 6, 30, 200]), sd, pick([nil, nil, 0, 1, 2, 3, 4]), !@ractors)
     def walk_compact = call(bool ? :walk_compact : :walk_compact_ext, pick([0, 1]))
     def warmup = call(:warmup)
+
+    # A structure whose best size class changes (a string, array, object or hash made across
+    # the slot sizes, then shrunk or grown a lot), then a compaction: Mosaic then moves it to
+    # another class (up or down, re-embedding its content), and the check reads it back.
+    def resize_move
+      s = slot
+      case @r.rand(4)
+      when 0 then call(:new_str, s, pick([100, 300, 600, 1000, 3000]), sd)
+      when 1 then call(:new_ary, s, pick([3, 20, 40, 80, 120]), sd)
+      when 2 then call(:new_obj, s, pick([3, 20, 60, 100]), sd)
+      else call(:new_hash, s, pick([7, 9, 17, 50]), sd)
+      end
+      call(:age, 1) if bool
+      call(bool ? :shrink : :grow, s, pick([5, 40, 100, 600]), sd)
+      call(:compact, pick([0, 0, 1, 2]))
+      call(:check)
+    end
     def alloc_trace = call(:alloc_trace, pick([10, 100, 1000]), sd, pick([0, 1, 2]))
     def fin_compact = call(:fin_compact, pick([1, 2]), sd)
     def check_gone = call(:check_gone)
