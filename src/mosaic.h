@@ -572,6 +572,7 @@ mosaic_pace_grown_bytes(mosaic_objspace_t *objspace)
     return mosaic_add_sat(objspace->grown_since_gc, __atomic_load_n(&objspace->malloc_increase, __ATOMIC_RELAXED));
 }
 bool mosaic_pace_near_limit(mosaic_objspace_t *objspace);
+void mosaic_pace_after_fork(mosaic_objspace_t *objspace);
 
 /* memory.c: where the memory goes; MOSAIC_TRACE, MOSAIC_MEMORY_REPORT, malloc_trim */
 void mosaic_memory_breakdown(mosaic_objspace_t *objspace, struct mosaic_memory *m, bool libc);
