@@ -204,6 +204,15 @@ struct mosaic_mark_stack {
     struct mosaic_mark_chunk *spare;
 };
 
+/* Newly marked objects wait here, prefetched, before they are scanned (mark.c). */
+#ifndef MOSAIC_MARK_QUEUE
+# define MOSAIC_MARK_QUEUE 16  /* a power of two; 0 turns the queue off */
+#endif
+struct mosaic_mark_queue {
+    VALUE items[MOSAIC_MARK_QUEUE ? MOSAIC_MARK_QUEUE : 1];
+    unsigned int head, count;
+};
+
 /* A growable array of pointers, malloc'd outside Ruby's accounting. */
 struct mosaic_ptr_vec {
     void **items;
@@ -318,6 +327,7 @@ typedef struct mosaic_objspace {
     rb_event_flag_t hook_events;
 
     struct mosaic_mark_stack mark_stack;
+    struct mosaic_mark_queue mark_queue;
     struct mosaic_ptr_vec weak_refs;
     VALUE mark_parent;               /* object whose children are being marked (or Qfalse) */
     bool mark_parent_old;
