@@ -282,6 +282,18 @@ struct mosaic_stats {
     size_t major_gc_count;
     unsigned int latest_reason;
     size_t compact_count;            /* compact.c: compactions run */
+    /* collect.c: every stay inside the collector (a collection, a lazy-sweep step, the
+     * shutdown frees), from after entering (VM lock, barrier, GC_ENTER hook) to before
+     * leaving (GC_EXIT hook). Wall time is CLOCK_MONOTONIC; CPU time is the collecting
+     * thread's CLOCK_THREAD_CPUTIME_ID (GC worker threads, when there are any, add theirs).
+     * A pause is one stay; its kind is the kind of the latest collection (full_mark), so a
+     * lazy-sweep step after a major GC counts as a major pause. Only while measure_time. */
+    uint64_t gc_wall_ns;
+    uint64_t gc_cpu_ns;
+    uint64_t pause_max_minor_ns;
+    uint64_t pause_max_major_ns;
+    uint64_t enter_wall_ns;          /* 0 when the current stay is not measured */
+    uint64_t enter_cpu_ns;
     size_t total_moved_objects;      /* compact.c: objects ever moved */
 
     bool profiler_enabled;
@@ -309,6 +321,10 @@ typedef struct mosaic_objspace {
     bool measure_time;
     bool lazy_sweeping;              /* some heap has pages before_sweep */
     bool marking;
+    /* GC.latest_gc_info(:state), the default GC's gc_mode: MARKING from just after the
+     * GC_START hook through the GC_END_MARK hook, SWEEPING from then through the GC_END_SWEEP
+     * hook (compaction included; lazy sweeping keeps it between collections), else NONE. */
+    enum { MOSAIC_STATE_NONE, MOSAIC_STATE_MARKING, MOSAIC_STATE_SWEEPING } gc_state;
     bool full_mark;                  /* the running (or latest) collection is a major GC */
     int heap_walk_depth;             /* > 0: pages must not be freed (a walk holds a snapshot) */
     bool malloc_gc_pending;          /* malloc limit crossed without the GVL */
@@ -479,6 +495,14 @@ mosaic_now_ns(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static inline uint64_t
+mosaic_thread_cpu_ns(void)
+{
+    struct timespec ts;
+    if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0) return 0;
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
