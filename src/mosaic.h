@@ -211,6 +211,19 @@ struct mosaic_ptr_vec {
     size_t capa;
 };
 
+/* weak_index.c: slot address -> position in the weak list, built on the first removal. */
+struct mosaic_weak_entry {
+    VALUE *ptr;                      /* NULL: empty; (VALUE *)1: removed */
+    size_t pos;
+};
+struct mosaic_weak_index {
+    struct mosaic_weak_entry *entries;
+    size_t capa;                     /* a power of two, or 0 */
+    size_t count;                    /* slots in the table */
+    size_t used;                     /* entries not empty: slots + tombstones */
+    bool built;
+};
+
 /* Tunables, read once at boot (config.c). */
 struct mosaic_params {
     size_t heap_init_slots[MOSAIC_HEAP_COUNT];
@@ -335,6 +348,7 @@ typedef struct mosaic_objspace {
 
     struct mosaic_mark_stack mark_stack;
     struct mosaic_ptr_vec weak_refs;
+    struct mosaic_weak_index weak_index; /* weak_index.c; built only after a remove_weak */
     VALUE mark_parent;               /* object whose children are being marked (or Qfalse) */
     bool mark_parent_old;
     unsigned int mark_depth;         /* nesting of in-place scans (mark.c, MOSAIC_MARK_EAGER_DEPTH) */
@@ -552,7 +566,7 @@ void mosaic_mark(mosaic_objspace_t *objspace, VALUE obj, bool pin);
 void mosaic_mark_maybe(mosaic_objspace_t *objspace, VALUE obj);
 void mosaic_mark_and_move(mosaic_objspace_t *objspace, VALUE *ptr);
 void mosaic_mark_weak(mosaic_objspace_t *objspace, VALUE *ptr);
-void mosaic_remove_weak(mosaic_objspace_t *objspace, VALUE *ptr);
+void mosaic_remove_weak(mosaic_objspace_t *objspace, VALUE parent, VALUE *ptr);
 void mosaic_mark_phase(mosaic_objspace_t *objspace, bool full);
 void mosaic_mark_stack_free(struct mosaic_mark_stack *stack);
 
@@ -675,5 +689,11 @@ void mosaic_define_verify(void);
 /* vec helper (heap.c) */
 void mosaic_ptr_vec_push(struct mosaic_ptr_vec *vec, void *item);
 void mosaic_ptr_vec_free(struct mosaic_ptr_vec *vec);
+
+/* weak_index.c */
+bool mosaic_weak_index_insert(struct mosaic_weak_index *index, VALUE *ptr, size_t pos);
+bool mosaic_weak_index_remove(struct mosaic_weak_index *index, VALUE *ptr, size_t *pos);
+void mosaic_weak_index_build(struct mosaic_weak_index *index, struct mosaic_ptr_vec *list);
+void mosaic_weak_index_reset(struct mosaic_weak_index *index);
 
 #endif /* MOSAIC_H */
