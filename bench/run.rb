@@ -382,7 +382,7 @@ end
 # per kind the count and p50/p99/max of the pauses (ms), and the GC wall and CPU time (ms).
 def pause_summary(ok)
   return nil if ok.none?(&:pauses)
-  kinds = %w[minor major].to_h do |kind|
+  kinds = %w[minor major minor_gc major_gc].to_h do |kind|
     [kind, %w[count p50_ms p99_ms max_ms].to_h { |f| [f, spread(ok.map { |r| r.pause(kind, f) })] }]
   end
   kinds.merge("gc_wall_ms" => spread(ok.map(&:gc_wall_ms)), "gc_cpu_ms" => spread(ok.map(&:gc_cpu_ms)))
@@ -551,6 +551,20 @@ def pauses_markdown(results, gcs)
       out << "| #{[res["name"], gc,
                    *%w[minor major].flat_map { |k| [cell.call(k, "count"), *%w[p50_ms p99_ms max_ms].map { |f| cell.call(k, f) }] },
                    cell.call("gc_wall_ms"), cell.call("gc_cpu_ms"), fmt(s.dig("gc_time_ms", "median"))].join(" | ")} |\n"
+    end
+  end
+  out << "\nThe collections alone: the pauses in which a collection started (GC.count changed), without the later " \
+         "lazy-sweep and incremental-marking steps (what GC::Profiler records per GC, but on the same clock for both GCs). ms.\n\n"
+  head = ["benchmark", "GC", "minor GCs", "minor GC p50", "minor GC p99", "minor GC max", "major GCs", "major GC p50",
+          "major GC p99", "major GC max"]
+  out << "| #{head.join(" | ")} |\n|#{head.map { "---" }.join("|")}|\n"
+  rows.each do |res|
+    gcs.each do |gc|
+      p = res["per_gc"][gc]["pauses"] or next
+      next unless p["minor_gc"]
+      cell = ->(*path) { fmt(p.dig(*path, "median")) }
+      out << "| #{[res["name"], gc,
+                   *%w[minor_gc major_gc].flat_map { |k| [cell.call(k, "count"), *%w[p50_ms p99_ms max_ms].map { |f| cell.call(k, f) }] }].join(" | ")} |\n"
     end
   end
   out
