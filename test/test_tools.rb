@@ -78,7 +78,10 @@ class TestMosaicTools < Test::Unit::TestCase
   # GC_START, :marking at GC_END_MARK, :sweeping at GC_END_SWEEP (gc_tracer logs it with each
   # event). Mosaic used to answer :none at the last two.
   def test_gc_tracer_state_at_each_event
-    log = File.join(Dir.mktmpdir("mosaic-gc-tracer"), "log.txt")
+    Dir.mktmpdir("mosaic-gc-tracer") { |dir| gc_tracer_state_at_each_event(File.join(dir, "log.txt")) }
+  end
+
+  def gc_tracer_state_at_each_event(log)
     assert_tool_script(<<~RUBY)
       require "gc_tracer"
       GC.start
