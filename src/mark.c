@@ -3,6 +3,7 @@
  *
  * Owns: the explicit mark stack, the mark entry points CRuby calls (mark, mark_and_pin,
  * mark_maybe, mark_weak, remove_weak), root marking, and clearing dead weak references.
+ * remove_weak finds its slot through weak_index.c (O(1) expected, no scan of the list).
  *
  * Invariants:
  *  - Marking runs with the world stopped and every page swept (collect.c guarantees both),
@@ -248,8 +249,13 @@ mosaic_mark_weak(mosaic_objspace_t *objspace, VALUE *ptr)
     if (RB_UNLIKELY(RB_BUILTIN_TYPE(obj) == T_NONE)) {
         rb_bug("Mosaic: weak reference %p points to a free slot %p", (void *)ptr, (void *)obj);
     }
-    mosaic_ptr_vec_push(&objspace->weak_refs, ptr);
-    objspace->stats.weak_references_count++;
+    /* Once a removal built the index (weak_index.c), a slot registered again (its parent
+     * traced twice) is not pushed twice: a removal must drop every registration. */
+    if (!RB_UNLIKELY(objspace->weak_index.built) ||
+        mosaic_weak_index_insert(&objspace->weak_index, ptr, objspace->weak_refs.size)) {
+        mosaic_ptr_vec_push(&objspace->weak_refs, ptr);
+        objspace->stats.weak_references_count++;
+    }
 
     /* The same rule as for strong edges: an old parent whose weak referent is young stays
      * remembered, so the next minor GC traces it again and registers this slot again. Without
@@ -259,17 +265,19 @@ mosaic_mark_weak(mosaic_objspace_t *objspace, VALUE *ptr)
     }
 }
 
+/* rb_gc_remove_weak: the memory at ptr is about to be freed; forget every registration of it.
+ * O(1) expected (weak_index.c), never a scan of the list. */
 void
-mosaic_remove_weak(mosaic_objspace_t *objspace, VALUE *ptr)
+mosaic_remove_weak(mosaic_objspace_t *objspace, VALUE parent, VALUE *ptr)
 {
-    /* Only a reference registered in this mark phase can still be in the list. */
+    /* Only a reference registered in this mark phase can still be in the list, and only by a
+     * parent that is marked (it registers its slots when traced, after being marked). */
     if (!objspace->marking) return;
-    for (size_t i = 0; i < objspace->weak_refs.size; i++) {
-        if (objspace->weak_refs.items[i] == (void *)ptr) {
-            objspace->weak_refs.items[i] = NULL;
-            break;
-        }
-    }
+    if (!RB_SPECIAL_CONST_P(parent) && !mosaic_marked_p(parent)) return;
+    struct mosaic_weak_index *index = &objspace->weak_index;
+    if (!index->built) mosaic_weak_index_build(index, &objspace->weak_refs);
+    size_t pos;
+    if (mosaic_weak_index_remove(index, ptr, &pos)) objspace->weak_refs.items[pos] = NULL;
 }
 
 /* ========================================================== the phase */
@@ -339,6 +347,7 @@ update_weak_references(mosaic_objspace_t *objspace)
     }
     objspace->stats.retained_weak_references_count = retained;
     objspace->weak_refs.size = 0;
+    if (objspace->weak_index.built) mosaic_weak_index_reset(&objspace->weak_index);
 }
 
 /* Marks everything reachable from the roots (full), or from the roots and the remembered
