@@ -8,10 +8,14 @@
  * Invariants:
  *  - Marking runs with the world stopped and every page swept (collect.c guarantees both),
  *    so an unmarked, non-T_NONE slot after marking is garbage.
- *  - A slot is traced exactly once per cycle, after its mark bit goes 0 -> 1: through the
- *    prefetch queue (MOSAIC_MARK_QUEUE objects wait there, prefetched) and then in place while
- *    fewer than MOSAIC_MARK_EAGER_DEPTH scans are nested (scan_in_place), else by being pushed
- *    on the mark stack; mark_drain empties both before any phase reads the mark bits.
+ *  - A slot is traced exactly once per cycle, after its mark bit goes 0 -> 1: marked at a
+ *    depth below MOSAIC_MARK_EAGER_DEPTH, it waits in the prefetch queue (MOSAIC_MARK_QUEUE
+ *    objects, prefetched) and is then scanned in place at the depth it was marked at
+ *    (scan_in_place), or pushed on the mark stack when MOSAIC_MARK_NEST_MAX scans are nested
+ *    on the C stack; marked deeper, it is pushed. mark_drain empties both before any phase
+ *    reads the mark bits. Depth, not the queue's order, decides what is scanned in place, so
+ *    a wide object near the roots (an Array of 300k Strings) has its children scanned in place,
+ *    not pushed (in a forked child, a large mark stack copies shared heap memory).
  *  - Only the exact start of a live (not T_NONE, not T_ZOMBIE) slot counts as a conservative
  *    reference; such an object is marked and pinned.
  *  - After marking, every registered weak reference to an unmarked object reads Qundef.
@@ -85,24 +89,29 @@ mosaic_mark_stack_free(struct mosaic_mark_stack *stack)
  * Cher, Hosking and Vijaykumar, ASPLOS 2004). Order does not matter to marking: every queued
  * object is scanned, with its own parent context, before the phase ends (mark_drain). */
 static inline bool
-mark_queue_put(struct mosaic_mark_queue *queue, VALUE obj, VALUE *out)
+mark_queue_put(struct mosaic_mark_queue *queue, VALUE obj, unsigned int depth, VALUE *out, unsigned int *out_depth)
 {
     __builtin_prefetch((const void *)obj, 0, 3);
     if (queue->count < MOSAIC_MARK_QUEUE) {
-        queue->items[(queue->head + queue->count++) & (MOSAIC_MARK_QUEUE - 1)] = obj;
+        unsigned int i = (queue->head + queue->count++) & (MOSAIC_MARK_QUEUE - 1);
+        queue->items[i] = obj;
+        queue->depths[i] = (unsigned char)depth;
         return false;
     }
     *out = queue->items[queue->head];
+    *out_depth = queue->depths[queue->head];
     queue->items[queue->head] = obj;
+    queue->depths[queue->head] = (unsigned char)depth;
     queue->head = (queue->head + 1) & (MOSAIC_MARK_QUEUE - 1);
     return true;
 }
 
 static inline bool
-mark_queue_take(struct mosaic_mark_queue *queue, VALUE *out)
+mark_queue_take(struct mosaic_mark_queue *queue, VALUE *out, unsigned int *out_depth)
 {
     if (!queue->count) return false;
     *out = queue->items[queue->head];
+    *out_depth = queue->depths[queue->head];
     queue->head = (queue->head + 1) & (MOSAIC_MARK_QUEUE - 1);
     queue->count--;
     return true;
@@ -137,17 +146,31 @@ age_and_promote(struct mosaic_page *page, size_t bit)
  * child's GC dirtied (bench/workloads/fork_share.rb). Scanning in place keeps the stack to
  * what is deeper than the bound. */
 static void
-scan_in_place(mosaic_objspace_t *objspace, VALUE obj)
+scan_in_place(mosaic_objspace_t *objspace, VALUE obj, unsigned int depth)
 {
     VALUE parent = objspace->mark_parent;
     bool parent_old = objspace->mark_parent_old;
-    objspace->mark_depth++;
+    unsigned int outer_depth = objspace->mark_depth;
+    objspace->mark_depth = depth + 1;
+    objspace->mark_nest++;
     objspace->mark_parent = obj;
     objspace->mark_parent_old = objspace->params.generational && mosaic_old_p(obj);
     rb_gc_mark_children(objspace, obj);
     objspace->mark_parent = parent;
     objspace->mark_parent_old = parent_old;
-    objspace->mark_depth--;
+    objspace->mark_nest--;
+    objspace->mark_depth = outer_depth;
+}
+
+/* An object leaves the prefetch queue: scanned now, at the depth it was marked at (so a wide
+ * object marked near the roots still has its children scanned in place, not pushed), unless
+ * MOSAIC_MARK_NEST_MAX scans are already nested on the C stack: then it goes on the mark stack
+ * (one entry; mark_drain scans it near the top). */
+static inline void
+scan_dequeued(mosaic_objspace_t *objspace, VALUE obj, unsigned int depth)
+{
+    if (objspace->mark_nest < MOSAIC_MARK_NEST_MAX) scan_in_place(objspace, obj, depth);
+    else mark_stack_push(&objspace->mark_stack, obj);
 }
 
 void
@@ -188,9 +211,12 @@ mosaic_mark(mosaic_objspace_t *objspace, VALUE obj, bool pin)
         if (objspace->mark_depth < MOSAIC_MARK_EAGER_DEPTH) {
 #if MOSAIC_MARK_QUEUE
             VALUE ready;
-            if (mark_queue_put(&objspace->mark_queue, obj, &ready)) scan_in_place(objspace, ready);
+            unsigned int ready_depth;
+            if (mark_queue_put(&objspace->mark_queue, obj, objspace->mark_depth, &ready, &ready_depth)) {
+                scan_dequeued(objspace, ready, ready_depth);
+            }
 #else
-            scan_in_place(objspace, obj);
+            scan_in_place(objspace, obj, objspace->mark_depth);
 #endif
         }
         else {
@@ -311,20 +337,22 @@ static void
 mark_drain(mosaic_objspace_t *objspace)
 {
     VALUE obj;
+    unsigned int depth = 0;
     for (;;) {
         if (mark_stack_pop(&objspace->mark_stack, &obj)) {
+            depth = 0;
 #if MOSAIC_MARK_QUEUE
             VALUE ready;
-            if (!mark_queue_put(&objspace->mark_queue, obj, &ready)) continue;
+            if (!mark_queue_put(&objspace->mark_queue, obj, 0, &ready, &depth)) continue;
             obj = ready;
 #endif
         }
-        else if (!mark_queue_take(&objspace->mark_queue, &obj)) {
+        else if (!mark_queue_take(&objspace->mark_queue, &obj, &depth)) {
             break;
         }
-        scan_in_place(objspace, obj);
+        scan_dequeued(objspace, obj, depth);
     }
-    MOSAIC_ASSERT(objspace->mark_depth == 0);
+    MOSAIC_ASSERT(objspace->mark_depth == 0 && objspace->mark_nest == 0);
     objspace->mark_parent = Qfalse;
     objspace->mark_parent_old = false;
 }

@@ -210,8 +210,12 @@ struct mosaic_mark_stack {
 #endif
 struct mosaic_mark_queue {
     VALUE items[MOSAIC_MARK_QUEUE ? MOSAIC_MARK_QUEUE : 1];
+    unsigned char depths[MOSAIC_MARK_QUEUE ? MOSAIC_MARK_QUEUE : 1];  /* mark_depth when queued */
     unsigned int head, count;
 };
+/* Scans nested on the C stack at most (mark.c): a queued object is scanned at the depth it was
+ * marked at, which can be less than the nesting at the time it leaves the queue. */
+#define MOSAIC_MARK_NEST_MAX (2 * MOSAIC_MARK_EAGER_DEPTH)
 
 /* A growable array of pointers, malloc'd outside Ruby's accounting. */
 struct mosaic_ptr_vec {
@@ -361,7 +365,8 @@ typedef struct mosaic_objspace {
     struct mosaic_weak_index weak_index; /* weak_index.c; built only after a remove_weak */
     VALUE mark_parent;               /* object whose children are being marked (or Qfalse) */
     bool mark_parent_old;
-    unsigned int mark_depth;         /* nesting of in-place scans (mark.c, MOSAIC_MARK_EAGER_DEPTH) */
+    unsigned int mark_depth;         /* depth of the object being scanned, as marked (mark.c, MOSAIC_MARK_EAGER_DEPTH) */
+    unsigned int mark_nest;          /* scans nested on the C stack (mark.c, MOSAIC_MARK_NEST_MAX) */
     bool aging;                      /* this mark phase ages and promotes what it marks */
     void *verify_ctx;                /* set while the heap checker walks edges (verify.c) */
 
