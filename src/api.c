@@ -460,7 +460,7 @@ rb_gc_impl_obj_flags(void *objspace_ptr, VALUE obj, ID *flags, size_t max)
         id_remembered = rb_intern("remembered");
     }
     struct mosaic_page *page = mosaic_page_of(obj);
-    size_t bit = mosaic_bit_index(obj);
+    size_t bit = mosaic_bit_index(page, obj);
     if (!mosaic_bit_test(page->wb_unprotected_bits, bit) && n < max) flags[n++] = id_wb_protected;
     if (mosaic_bit_test(page->old_bits, bit) && n < max) flags[n++] = id_old;
     if (mosaic_bit_test(page->remembered_bits, bit) && n < max) flags[n++] = id_remembered;
@@ -489,7 +489,7 @@ rb_gc_impl_garbage_object_p(void *objspace_ptr, VALUE obj)
     }
     if (!objspace->lazy_sweeping) return false;
     struct mosaic_page *page = mosaic_page_of(obj);
-    return page->before_sweep && !mosaic_bit_test(page->mark_bits, mosaic_bit_index(obj));
+    return page->before_sweep && !mosaic_bit_test(page->mark_bits, mosaic_bit_index(page, obj));
 }
 
 void
@@ -501,7 +501,8 @@ rb_gc_impl_set_event_hook(void *objspace_ptr, const rb_event_flag_t event)
 void
 rb_gc_impl_copy_attributes(void *objspace_ptr, VALUE dest, VALUE obj)
 {
-    if (mosaic_bit_test(mosaic_page_of(obj)->wb_unprotected_bits, mosaic_bit_index(obj))) {
+    struct mosaic_page *page = mosaic_page_of(obj);
+    if (mosaic_bit_test(page->wb_unprotected_bits, mosaic_bit_index(page, obj))) {
         rb_gc_impl_writebarrier_unprotect(objspace_ptr, dest);
     }
     rb_gc_impl_copy_finalizer(objspace_ptr, dest, obj);

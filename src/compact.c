@@ -128,7 +128,7 @@ static void
 move_object(mosaic_objspace_t *objspace, VALUE src, VALUE dest)
 {
     struct mosaic_page *sp = mosaic_page_of(src), *dp = mosaic_page_of(dest);
-    size_t sb = mosaic_bit_index(src), db = mosaic_bit_index(dest);
+    size_t sb = mosaic_bit_index(sp, src), db = mosaic_bit_index(dp, dest);
     size_t src_size = sp->slot_size, dest_size = dp->slot_size;
     MOSAIC_ASSERT(RBASIC(dest)->flags == 0);
 
@@ -232,7 +232,7 @@ plan_measure(mosaic_objspace_t *objspace, struct class_plan *plan, int h)
             VALUE obj = (VALUE)(page->start + i * page->slot_size);
             if (RBASIC(obj)->flags == 0) continue;
             fill.used++;
-            if (!movable_p(page, mosaic_bit_index(obj), obj)) {
+            if (!movable_p(page, i, obj)) {
                 fill.fixed = true;
                 continue;
             }
@@ -331,7 +331,7 @@ move_page(mosaic_objspace_t *objspace, struct class_plan *plans, int h, struct m
     for (size_t i = 0; i < page->total_slots; i++) {
         VALUE obj = (VALUE)(page->start + i * page->slot_size);
         if (RBASIC(obj)->flags == 0) continue;
-        if (!movable_p(page, mosaic_bit_index(obj), obj)) continue;
+        if (!movable_p(page, i, obj)) continue;
 
         int type = RB_BUILTIN_TYPE(obj);
         uint32_t shape;

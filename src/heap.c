@@ -28,8 +28,9 @@
 
 #include "mosaic.h"
 
-/* The size-class table. Everything that depends on slot sizes follows it. Each size must be
- * a multiple of MOSAIC_BASE_SLOT_SIZE; CRuby derives embedding capacities from it. */
+/* The size-class table. Everything that depends on slot sizes follows it. Each size is a
+ * multiple of 8 bytes (a VALUE), at least MOSAIC_BASE_SLOT_SIZE, ascending; CRuby derives
+ * embedding capacities from it. */
 size_t mosaic_heap_sizes[MOSAIC_HEAP_COUNT + 1] = { 40, 80, 160, 320, 640, 0 };
 
 /* ============================================================ vectors */
@@ -57,6 +58,23 @@ mosaic_ptr_vec_free(struct mosaic_ptr_vec *vec)
 
 /* ====================================================== size classes */
 
+/* mosaic_bit_index divides by multiplying with mosaic_slot_recip: check that it is exact for
+ * every offset a slot may have in a page (a cheap loop, once per class at boot). */
+static void
+slot_recip_check(size_t slot_size)
+{
+    uint64_t recip = mosaic_slot_recip(slot_size), q = 0, next = slot_size;
+    for (uint64_t n = 0; n < MOSAIC_PAGE_SIZE; n++) {
+        if (n == next) {
+            q++;
+            next += slot_size;
+        }
+        if (((n * recip) >> 32) != q) {
+            rb_bug("Mosaic: the reciprocal of %zu is not exact at %llu", slot_size, (unsigned long long)n);
+        }
+    }
+}
+
 void
 mosaic_heap_init(mosaic_objspace_t *objspace)
 {
@@ -65,10 +83,14 @@ mosaic_heap_init(mosaic_objspace_t *objspace)
         size_t slot_size = mosaic_heap_sizes[i];
         heap->slot_size = slot_size;
         heap->slots_per_page = (MOSAIC_PAGE_SIZE - MOSAIC_PAGE_HEADER_SIZE) / slot_size;
-        /* The bit of every slot start, for the sweep's word-at-a-time loop. */
-        size_t step = slot_size / MOSAIC_BASE_SLOT_SIZE;
-        size_t first = MOSAIC_PAGE_HEADER_SIZE / MOSAIC_BASE_SLOT_SIZE;
-        for (size_t j = 0; j < heap->slots_per_page; j++) mosaic_bit_set(heap->slot_start_bits, first + j * step);
+        if (slot_size < MOSAIC_BASE_SLOT_SIZE || slot_size % sizeof(VALUE) != 0 ||
+            (i > 0 && slot_size <= mosaic_heap_sizes[i - 1]) || heap->slots_per_page > MOSAIC_BITMAP_BITS) {
+            rb_bug("Mosaic: bad size class %d: %zu bytes", i, slot_size);
+        }
+        slot_recip_check(slot_size);
+        /* The bits of the slots a page has, for the sweep's word-at-a-time loop. */
+        memset(heap->slot_bits, 0, sizeof(heap->slot_bits));
+        for (size_t j = 0; j < heap->slots_per_page; j++) mosaic_bit_set(heap->slot_bits, j);
     }
 }
 
@@ -268,6 +290,7 @@ page_layout(struct mosaic_page *page, struct mosaic_heap *heap)
     bool same = page->heap == heap && page->slot_size == heap->slot_size && page->freelist;
     page->heap = heap;
     page->slot_size = (uint32_t)heap->slot_size;
+    page->slot_recip = mosaic_slot_recip(heap->slot_size);
     page->total_slots = (uint32_t)heap->slots_per_page;
     page->free_slots = page->total_slots;
     page->start = (uintptr_t)page->body + MOSAIC_PAGE_HEADER_SIZE;
