@@ -30,6 +30,7 @@ rb_gc_impl_objspace_init(void *objspace_ptr)
     objspace->gc_stress_mode = Qfalse;
     clock_gettime(CLOCK_MONOTONIC, &objspace->stats.boot_time);
 
+    mosaic_size_classes_from_env();
     mosaic_params_defaults(&objspace->params);
     mosaic_heap_init(objspace);
     mosaic_pace_init(objspace);
@@ -76,7 +77,7 @@ rb_gc_impl_init(void)
 {
     VALUE constants = rb_hash_new();
     rb_hash_aset(constants, ID2SYM(rb_intern("DEBUG")), RBOOL(MOSAIC_CHECK));
-    rb_hash_aset(constants, ID2SYM(rb_intern("BASE_SLOT_SIZE")), SIZET2NUM(MOSAIC_BASE_SLOT_SIZE));
+    rb_hash_aset(constants, ID2SYM(rb_intern("BASE_SLOT_SIZE")), SIZET2NUM(mosaic_heap_sizes[0]));
     rb_hash_aset(constants, ID2SYM(rb_intern("RVALUE_OVERHEAD")), SIZET2NUM(0));
     rb_hash_aset(constants, ID2SYM(rb_intern("HEAP_PAGE_OBJ_LIMIT")),
                  SIZET2NUM((MOSAIC_PAGE_SIZE - MOSAIC_PAGE_HEADER_SIZE) / MOSAIC_BASE_SLOT_SIZE));
@@ -170,7 +171,7 @@ rb_gc_impl_prepare_heap(void *objspace_ptr)
     /* Warmup gives memory back but does not change how far the heap may grow without a
      * collection: the budgets its full GC resets are restored (pace.c sets them afresh at
      * every GC), and released pages are credited to them (heap.c). */
-    size_t own[MOSAIC_HEAP_COUNT], shared = objspace->allocatable_bytes;
+    size_t own[MOSAIC_HEAP_MAX], shared = objspace->allocatable_bytes;
     for (int i = 0; i < MOSAIC_HEAP_COUNT; i++) own[i] = objspace->heaps[i].allocatable_slots;
     /* Compacting too (as the default GC's warmup does): the forked children share fewer,
      * fuller pages. */

@@ -69,9 +69,20 @@
  * a T_MOVED's forwarding address and a zombie fit in it). Side bitmaps hold one bit per slot,
  * so they are sized for a page of slots this small. */
 #define MOSAIC_BASE_SLOT_SIZE   40
-#define MOSAIC_HEAP_COUNT       5
-/* The first slot starts one base slot into the body; the word before it holds the page pointer. */
+/* Size classes: a table chosen at boot (heap.c, MOSAIC_SIZE_CLASSES) of MOSAIC_HEAP_COUNT
+ * classes, at most MOSAIC_HEAP_MAX (arrays per class are sized for that many). */
+#define MOSAIC_HEAP_MAX         16
+extern int mosaic_heap_count;
+#define MOSAIC_HEAP_COUNT       mosaic_heap_count
+/* The largest slot: CRuby keeps an embedded array's length in 7 flag bits
+ * (RARRAY_EMBED_LEN_MAX, 127), and embeds an array whenever its slot holds its capacity, so a
+ * slot above offsetof(struct RArray, as.ary) + 127 * 8 = 1032 bytes would overflow that field. */
+#define MOSAIC_MAX_SLOT_SIZE    1032
+/* The first slot starts one base slot into the body; the word before it holds the page pointer.
+ * A class whose slot size is a multiple of a cache line starts at MOSAIC_LINE_SIZE instead, so
+ * that none of its slots straddles a line (heap.c, heap_start_offset). */
 #define MOSAIC_PAGE_HEADER_SIZE MOSAIC_BASE_SLOT_SIZE
+#define MOSAIC_LINE_SIZE        64
 #define MOSAIC_BITMAP_BITS      ((MOSAIC_PAGE_SIZE - MOSAIC_PAGE_HEADER_SIZE) / MOSAIC_BASE_SLOT_SIZE)
 #define MOSAIC_BITMAP_WORDS     ((MOSAIC_BITMAP_BITS + 63) / 64)
 /* Swept pages wait for allocation in buckets by free ratio (quarters). */
@@ -154,6 +165,7 @@ struct mosaic_page {
 struct mosaic_heap {
     size_t slot_size;
     size_t slots_per_page;
+    size_t start_offset;             /* where a page's first slot starts in its body */
 
     struct mosaic_page **pages;      /* all pages of this class, in allocation order */
     size_t page_count;
@@ -188,7 +200,7 @@ struct mosaic_cache {
     struct {
         struct mosaic_free_slot *freelist;
         size_t allocated;            /* not yet flushed into heap->total_allocated_objects */
-    } heaps[MOSAIC_HEAP_COUNT];
+    } heaps[MOSAIC_HEAP_MAX];
 };
 
 /* Explicit mark stack: chunks of VALUEs, so depth is bounded by memory, not the C stack. */
@@ -219,7 +231,7 @@ struct mosaic_ptr_vec {
 
 /* Tunables, read once at boot (config.c). */
 struct mosaic_params {
-    size_t heap_init_slots[MOSAIC_HEAP_COUNT];
+    size_t heap_init_slots[MOSAIC_HEAP_MAX];
     double growth_factor;
     size_t growth_max_slots;
     double free_slots_min_ratio;
@@ -298,7 +310,7 @@ struct mosaic_stats {
 };
 
 typedef struct mosaic_objspace {
-    struct mosaic_heap heaps[MOSAIC_HEAP_COUNT];
+    struct mosaic_heap heaps[MOSAIC_HEAP_MAX];
 
     /* All pages of all classes, sorted by body address, for conservative lookups. */
     struct mosaic_page **sorted_pages;
@@ -530,6 +542,7 @@ mosaic_gc_release(mosaic_objspace_t *objspace, bool prev)
 /* ------------------------------------------------------ module interfaces */
 
 /* heap.c: size classes, pages, page lookup */
+void mosaic_size_classes_from_env(void);
 void mosaic_heap_init(mosaic_objspace_t *objspace);
 void mosaic_heap_free_all(mosaic_objspace_t *objspace);
 size_t mosaic_heap_index_for_size(size_t size);
@@ -540,7 +553,7 @@ size_t mosaic_heap_release_empty_pages(mosaic_objspace_t *objspace);
 bool mosaic_pointer_to_slot_p(mosaic_objspace_t *objspace, const void *ptr);
 size_t mosaic_heap_available_slots(mosaic_objspace_t *objspace);
 size_t mosaic_heap_allocated_pages(mosaic_objspace_t *objspace);
-extern size_t mosaic_heap_sizes[MOSAIC_HEAP_COUNT + 1];
+extern size_t mosaic_heap_sizes[MOSAIC_HEAP_MAX + 1];
 
 /* alloc.c: caches and the allocation paths */
 struct mosaic_cache *mosaic_cache_new(mosaic_objspace_t *objspace);

@@ -212,7 +212,8 @@ verify_page(struct verify_ctx *ctx, struct mosaic_page *page, size_t *live, size
         report(ctx, "page %p: body header does not point back to the page", (void *)page->body);
     }
     if (page->slot_size != page->heap->slot_size || page->total_slots != page->heap->slots_per_page ||
-            page->slot_recip != mosaic_slot_recip(page->slot_size)) {
+            page->slot_recip != mosaic_slot_recip(page->slot_size) ||
+            page->start != (uintptr_t)page->body + page->heap->start_offset) {
         report(ctx, "page %p: laid out for %u-byte slots (%u of them), its class has %zu-byte slots",
                (void *)page->body, page->slot_size, page->total_slots, page->heap->slot_size);
         return;
