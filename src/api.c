@@ -30,6 +30,7 @@ rb_gc_impl_objspace_init(void *objspace_ptr)
     objspace->gc_stress_mode = Qfalse;
     clock_gettime(CLOCK_MONOTONIC, &objspace->stats.boot_time);
 
+    mosaic_size_classes_from_env();
     mosaic_params_defaults(&objspace->params);
     mosaic_heap_init(objspace);
     mosaic_pace_init(objspace);
@@ -77,7 +78,7 @@ rb_gc_impl_init(void)
 {
     VALUE constants = rb_hash_new();
     rb_hash_aset(constants, ID2SYM(rb_intern("DEBUG")), RBOOL(MOSAIC_CHECK));
-    rb_hash_aset(constants, ID2SYM(rb_intern("BASE_SLOT_SIZE")), SIZET2NUM(MOSAIC_BASE_SLOT_SIZE));
+    rb_hash_aset(constants, ID2SYM(rb_intern("BASE_SLOT_SIZE")), SIZET2NUM(mosaic_heap_sizes[0]));
     rb_hash_aset(constants, ID2SYM(rb_intern("RVALUE_OVERHEAD")), SIZET2NUM(0));
     rb_hash_aset(constants, ID2SYM(rb_intern("HEAP_PAGE_OBJ_LIMIT")),
                  SIZET2NUM((MOSAIC_PAGE_SIZE - MOSAIC_PAGE_HEADER_SIZE) / MOSAIC_BASE_SLOT_SIZE));
@@ -171,7 +172,7 @@ rb_gc_impl_prepare_heap(void *objspace_ptr)
     /* Warmup gives memory back but does not change how far the heap may grow without a
      * collection: the budgets its full GC resets are restored (pace.c sets them afresh at
      * every GC), and released pages are credited to them (heap.c). */
-    size_t own[MOSAIC_HEAP_COUNT], shared = objspace->allocatable_bytes;
+    size_t own[MOSAIC_HEAP_MAX], shared = objspace->allocatable_bytes;
     for (int i = 0; i < MOSAIC_HEAP_COUNT; i++) own[i] = objspace->heaps[i].allocatable_slots;
     /* Compacting too (as the default GC's warmup does): the forked children share fewer,
      * fuller pages. */
@@ -461,7 +462,7 @@ rb_gc_impl_obj_flags(void *objspace_ptr, VALUE obj, ID *flags, size_t max)
         id_remembered = rb_intern("remembered");
     }
     struct mosaic_page *page = mosaic_page_of(obj);
-    size_t bit = mosaic_bit_index(obj);
+    size_t bit = mosaic_bit_index(page, obj);
     if (!mosaic_bit_test(page->wb_unprotected_bits, bit) && n < max) flags[n++] = id_wb_protected;
     if (mosaic_bit_test(page->old_bits, bit) && n < max) flags[n++] = id_old;
     if (mosaic_bit_test(page->remembered_bits, bit) && n < max) flags[n++] = id_remembered;
@@ -490,7 +491,7 @@ rb_gc_impl_garbage_object_p(void *objspace_ptr, VALUE obj)
     }
     if (!objspace->lazy_sweeping) return false;
     struct mosaic_page *page = mosaic_page_of(obj);
-    return page->before_sweep && !mosaic_bit_test(page->mark_bits, mosaic_bit_index(obj));
+    return page->before_sweep && !mosaic_bit_test(page->mark_bits, mosaic_bit_index(page, obj));
 }
 
 void
@@ -502,7 +503,8 @@ rb_gc_impl_set_event_hook(void *objspace_ptr, const rb_event_flag_t event)
 void
 rb_gc_impl_copy_attributes(void *objspace_ptr, VALUE dest, VALUE obj)
 {
-    if (mosaic_bit_test(mosaic_page_of(obj)->wb_unprotected_bits, mosaic_bit_index(obj))) {
+    struct mosaic_page *page = mosaic_page_of(obj);
+    if (mosaic_bit_test(page->wb_unprotected_bits, mosaic_bit_index(page, obj))) {
         rb_gc_impl_writebarrier_unprotect(objspace_ptr, dest);
     }
     rb_gc_impl_copy_finalizer(objspace_ptr, dest, obj);

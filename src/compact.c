@@ -128,7 +128,7 @@ static void
 move_object(mosaic_objspace_t *objspace, VALUE src, VALUE dest)
 {
     struct mosaic_page *sp = mosaic_page_of(src), *dp = mosaic_page_of(dest);
-    size_t sb = mosaic_bit_index(src), db = mosaic_bit_index(dest);
+    size_t sb = mosaic_bit_index(sp, src), db = mosaic_bit_index(dp, dest);
     size_t src_size = sp->slot_size, dest_size = dp->slot_size;
     MOSAIC_ASSERT(RBASIC(dest)->flags == 0);
 
@@ -161,7 +161,7 @@ struct page_fill {
     struct mosaic_page *page;
     uint32_t used;                   /* slots holding an object or a zombie */
     uint32_t staying;                /* movable objects bound for the page's own class */
-    uint32_t leaving[MOSAIC_HEAP_COUNT];  /* movable objects bound for each other class */
+    uint32_t leaving[MOSAIC_HEAP_MAX];  /* movable objects bound for each other class */
     bool fixed;                      /* an object on it never moves (movable_p): it cannot empty */
 };
 
@@ -196,8 +196,8 @@ order_toward_empty(const void *a, const void *b)
 struct class_plan {
     struct page_fill *order;
     size_t n, keep, d, cursor;
-    size_t bound[MOSAIC_HEAP_COUNT]; /* movable objects bound for each other class, all pages */
-    size_t quota[MOSAIC_HEAP_COUNT];
+    size_t bound[MOSAIC_HEAP_MAX]; /* movable objects bound for each other class, all pages */
+    size_t quota[MOSAIC_HEAP_MAX];
     size_t free_slots;
     size_t accepted;                 /* objects the other classes may send it (plan_quotas) */
     bool touched;                    /* something moved out or in: its freelists are rebuilt */
@@ -232,7 +232,7 @@ plan_measure(mosaic_objspace_t *objspace, struct class_plan *plan, int h)
             VALUE obj = (VALUE)(page->start + i * page->slot_size);
             if (RBASIC(obj)->flags == 0) continue;
             fill.used++;
-            if (!movable_p(page, mosaic_bit_index(obj), obj)) {
+            if (!movable_p(page, i, obj)) {
                 fill.fixed = true;
                 continue;
             }
@@ -282,7 +282,7 @@ plan_quotas(struct class_plan *plans)
 static void
 plan_keep(struct class_plan *plan)
 {
-    size_t after = 0, room = 0, keep = 0, leaving[MOSAIC_HEAP_COUNT] = { 0 };
+    size_t after = 0, room = 0, keep = 0, leaving[MOSAIC_HEAP_MAX] = { 0 };
     for (size_t j = 0; j < plan->n; j++) {
         after += plan->order[j].staying;
         for (int to = 0; to < MOSAIC_HEAP_COUNT; to++) leaving[to] += plan->order[j].leaving[to];
@@ -331,7 +331,7 @@ move_page(mosaic_objspace_t *objspace, struct class_plan *plans, int h, struct m
     for (size_t i = 0; i < page->total_slots; i++) {
         VALUE obj = (VALUE)(page->start + i * page->slot_size);
         if (RBASIC(obj)->flags == 0) continue;
-        if (!movable_p(page, mosaic_bit_index(obj), obj)) continue;
+        if (!movable_p(page, i, obj)) continue;
 
         int type = RB_BUILTIN_TYPE(obj);
         uint32_t shape;
@@ -371,7 +371,7 @@ move_page(mosaic_objspace_t *objspace, struct class_plan *plans, int h, struct m
 static void
 expand_heaps(mosaic_objspace_t *objspace)
 {
-    size_t belong[MOSAIC_HEAP_COUNT] = { 0 }, empty[MOSAIC_HEAP_COUNT] = { 0 };
+    size_t belong[MOSAIC_HEAP_MAX] = { 0 }, empty[MOSAIC_HEAP_MAX] = { 0 };
     for (int h = 0; h < MOSAIC_HEAP_COUNT; h++) {
         struct mosaic_heap *heap = &objspace->heaps[h];
         for (size_t j = 0; j < heap->page_count; j++) {
@@ -487,7 +487,7 @@ mosaic_compact(mosaic_objspace_t *objspace)
     objspace->compacting = true;
 
     if (objspace->compact_expand) expand_heaps(objspace);
-    struct class_plan plans[MOSAIC_HEAP_COUNT];
+    struct class_plan plans[MOSAIC_HEAP_MAX];
     for (int h = 0; h < MOSAIC_HEAP_COUNT; h++) plan_measure(objspace, &plans[h], h);
     plan_quotas(plans);
     for (int h = 0; h < MOSAIC_HEAP_COUNT; h++) plan_keep(&plans[h]);
@@ -498,7 +498,7 @@ mosaic_compact(mosaic_objspace_t *objspace)
     for (int h = 0; h < MOSAIC_HEAP_COUNT; h++) {
         for (size_t j = 0; j < plans[h].keep; j++) move_page(objspace, plans, h, plans[h].order[j].page, false);
     }
-    bool meet[MOSAIC_HEAP_COUNT];
+    bool meet[MOSAIC_HEAP_MAX];
     for (int h = 0; h < MOSAIC_HEAP_COUNT; h++) {
         meet[h] = plans[h].keep >= 2 && plans[h].d < plans[h].keep - 1;
         if (meet[h]) plans[h].keep--;

@@ -51,7 +51,7 @@
 void
 mosaic_params_defaults(struct mosaic_params *params)
 {
-    for (int i = 0; i < MOSAIC_HEAP_COUNT; i++) params->heap_init_slots[i] = 10000;
+    for (int i = 0; i < MOSAIC_HEAP_MAX; i++) params->heap_init_slots[i] = 10000;
     params->growth_factor = 1.8;
     params->growth_max_slots = 0;
     params->free_slots_min_ratio = 0.20;

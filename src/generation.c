@@ -28,7 +28,7 @@ void
 mosaic_remember(mosaic_objspace_t *objspace, VALUE obj)
 {
     struct mosaic_page *page = mosaic_page_of(obj);
-    size_t bit = mosaic_bit_index(obj);
+    size_t bit = mosaic_bit_index(page, obj);
     if (!mosaic_bit_test(page->remembered_bits, bit)) bits_atomic_set(page->remembered_bits, bit);
 }
 
@@ -47,7 +47,7 @@ mosaic_writebarrier_unprotect(mosaic_objspace_t *objspace, VALUE obj)
 {
     if (RB_SPECIAL_CONST_P(obj)) return;
     struct mosaic_page *page = mosaic_page_of(obj);
-    size_t bit = mosaic_bit_index(obj);
+    size_t bit = mosaic_bit_index(page, obj);
     if (!mosaic_bit_test(page->wb_unprotected_bits, bit)) bits_atomic_set(page->wb_unprotected_bits, bit);
 }
 
@@ -82,7 +82,7 @@ mosaic_minor_mark_start(mosaic_objspace_t *objspace, void (*push)(mosaic_objspac
                 while (rescan) {
                     int b = __builtin_ctzll(rescan);
                     rescan &= rescan - 1;
-                    VALUE obj = (VALUE)((uintptr_t)page->body + (w * 64 + b) * MOSAIC_BASE_SLOT_SIZE);
+                    VALUE obj = mosaic_slot_at(page, w * 64 + (size_t)b);
                     push(objspace, obj);
                     rescanned++;
                 }
@@ -132,11 +132,10 @@ mosaic_promote_all(mosaic_objspace_t *objspace)
         struct mosaic_page *page = objspace->sorted_pages[p];
         mosaic_bits_t live[MOSAIC_BITMAP_WORDS] = {0};
         for (size_t i = 0; i < page->total_slots; i++) {
-            VALUE obj = (VALUE)(page->start + i * page->slot_size);
+            VALUE obj = mosaic_slot_at(page, i);
             if (RBASIC(obj)->flags == 0 || RB_BUILTIN_TYPE(obj) == T_ZOMBIE) continue;
-            size_t bit = mosaic_bit_index(obj);
-            if (page->before_sweep && !mosaic_bit_test(page->mark_bits, bit)) continue;
-            mosaic_bit_set(live, bit);
+            if (page->before_sweep && !mosaic_bit_test(page->mark_bits, i)) continue;
+            mosaic_bit_set(live, i);
         }
         for (size_t w = 0; w < MOSAIC_BITMAP_WORDS; w++) {
             if (!live[w]) continue;

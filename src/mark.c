@@ -197,7 +197,7 @@ mosaic_mark(mosaic_objspace_t *objspace, VALUE obj, bool pin)
 #endif
 
     struct mosaic_page *page = mosaic_page_of(obj);
-    size_t bit = mosaic_bit_index(obj);
+    size_t bit = mosaic_bit_index(page, obj);
     if (pin) mosaic_bit_set(page->pinned_bits, bit);
     if (!mosaic_bit_test(page->mark_bits, bit)) {
         mosaic_bit_set(page->mark_bits, bit);

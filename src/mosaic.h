@@ -7,8 +7,10 @@
  * Invariants kept here (see docs/DESIGN.md for the why):
  *  - A page body is MOSAIC_PAGE_SIZE bytes, aligned to MOSAIC_PAGE_SIZE. Its first word
  *    points to its struct mosaic_page, so page_of(obj) is a mask and a load.
- *  - Every slot size is a multiple of MOSAIC_BASE_SLOT_SIZE; a slot's bit in a side bitmap
- *    is (addr - body) / MOSAIC_BASE_SLOT_SIZE, for every slot size.
+ *  - A slot's bit in a side bitmap is its slot number on its page, (addr - page->start) /
+ *    page->slot_size, computed with the page's reciprocal (mosaic_bit_index): exact for every
+ *    offset inside a page, so a slot size need not divide anything (any multiple of 8 bytes,
+ *    at least MOSAIC_BASE_SLOT_SIZE). Bits at or beyond page->total_slots stay clear.
  *  - GC state (mark, pin, wb-unprotected, ...) lives only in the page's side bitmaps, which
  *    are malloc'd apart from the body: a collection never writes to an object header except
  *    to free the object.
@@ -63,12 +65,26 @@
 #define MOSAIC_ARENA_PAGES      64
 #define MOSAIC_ARENA_SIZE       ((size_t)MOSAIC_ARENA_PAGES * MOSAIC_PAGE_SIZE)
 #define MOSAIC_ARENA_FULL       UINT64_MAX
+/* The smallest slot: an RBasic and three words (CRuby's RVALUE; a free slot's freelist link,
+ * a T_MOVED's forwarding address and a zombie fit in it). Side bitmaps hold one bit per slot,
+ * so they are sized for a page of slots this small. */
 #define MOSAIC_BASE_SLOT_SIZE   40
-#define MOSAIC_HEAP_COUNT       5
-#define MOSAIC_BITMAP_BITS      (MOSAIC_PAGE_SIZE / MOSAIC_BASE_SLOT_SIZE + 1)
-#define MOSAIC_BITMAP_WORDS     ((MOSAIC_BITMAP_BITS + 63) / 64)
-/* The first slot starts one base slot into the body; the word before it holds the page pointer. */
+/* Size classes: a table chosen at boot (heap.c, MOSAIC_SIZE_CLASSES) of MOSAIC_HEAP_COUNT
+ * classes, at most MOSAIC_HEAP_MAX (arrays per class are sized for that many). */
+#define MOSAIC_HEAP_MAX         16
+extern int mosaic_heap_count;
+#define MOSAIC_HEAP_COUNT       mosaic_heap_count
+/* The largest slot: CRuby keeps an embedded array's length in 7 flag bits
+ * (RARRAY_EMBED_LEN_MAX, 127), and embeds an array whenever its slot holds its capacity, so a
+ * slot above offsetof(struct RArray, as.ary) + 127 * 8 = 1032 bytes would overflow that field. */
+#define MOSAIC_MAX_SLOT_SIZE    1032
+/* The first slot starts one base slot into the body; the word before it holds the page pointer.
+ * A class whose slot size is a multiple of a cache line starts at MOSAIC_LINE_SIZE instead, so
+ * that none of its slots straddles a line (heap.c, heap_start_offset). */
 #define MOSAIC_PAGE_HEADER_SIZE MOSAIC_BASE_SLOT_SIZE
+#define MOSAIC_LINE_SIZE        64
+#define MOSAIC_BITMAP_BITS      ((MOSAIC_PAGE_SIZE - MOSAIC_PAGE_HEADER_SIZE) / MOSAIC_BASE_SLOT_SIZE)
+#define MOSAIC_BITMAP_WORDS     ((MOSAIC_BITMAP_BITS + 63) / 64)
 /* Swept pages wait for allocation in buckets by free ratio (quarters). */
 #define MOSAIC_FREE_BUCKETS     4
 
@@ -125,6 +141,7 @@ struct mosaic_page {
     struct mosaic_arena *arena;      /* the mapping the body was carved from (heap.c) */
     uintptr_t start;                 /* first slot */
     uint32_t slot_size;
+    uint32_t slot_recip;             /* mosaic_slot_recip(slot_size): slot numbers by multiplying */
     uint32_t total_slots;
     uint32_t final_slots;            /* zombies on this page */
     uint32_t free_slots;             /* counted by the latest sweep of this page */
@@ -133,7 +150,7 @@ struct mosaic_page {
     struct mosaic_page *free_next;   /* link in a heap->free_pages bucket, or in the pool */
     size_t pooled_at;                /* stats.count when it entered the empty-page pool */
 
-    /* Side bitmaps, one bit per base slot (only the first bit of a slot is used). */
+    /* Side bitmaps, one bit per slot, by slot number (mosaic_bit_index). */
     mosaic_bits_t mark_bits[MOSAIC_BITMAP_WORDS];
     mosaic_bits_t pinned_bits[MOSAIC_BITMAP_WORDS];
     mosaic_bits_t wb_unprotected_bits[MOSAIC_BITMAP_WORDS];
@@ -148,6 +165,7 @@ struct mosaic_page {
 struct mosaic_heap {
     size_t slot_size;
     size_t slots_per_page;
+    size_t start_offset;             /* where a page's first slot starts in its body */
 
     struct mosaic_page **pages;      /* all pages of this class, in allocation order */
     size_t page_count;
@@ -156,7 +174,7 @@ struct mosaic_heap {
     /* Swept pages whose freelist is not handed out, by how full they are: bucket 0 holds the
      * fullest (under 1/4 free); allocation takes from the fullest bucket first (sweep.c). */
     struct mosaic_page *free_pages[MOSAIC_FREE_BUCKETS];
-    mosaic_bits_t slot_start_bits[MOSAIC_BITMAP_WORDS];  /* bits where this class's slots start */
+    mosaic_bits_t slot_bits[MOSAIC_BITMAP_WORDS];  /* bits 0 .. slots_per_page-1: the slots a page has */
 
     size_t total_slots;
     size_t allocatable_slots;        /* this class's own growth budget (pace.c) */
@@ -182,7 +200,7 @@ struct mosaic_cache {
     struct {
         struct mosaic_free_slot *freelist;
         size_t allocated;            /* not yet flushed into heap->total_allocated_objects */
-    } heaps[MOSAIC_HEAP_COUNT];
+    } heaps[MOSAIC_HEAP_MAX];
 };
 
 /* Explicit mark stack: chunks of VALUEs, so depth is bounded by memory, not the C stack. */
@@ -239,7 +257,7 @@ struct mosaic_weak_index {
 
 /* Tunables, read once at boot (config.c). */
 struct mosaic_params {
-    size_t heap_init_slots[MOSAIC_HEAP_COUNT];
+    size_t heap_init_slots[MOSAIC_HEAP_MAX];
     double growth_factor;
     size_t growth_max_slots;
     double free_slots_min_ratio;
@@ -330,7 +348,7 @@ struct mosaic_stats {
 };
 
 typedef struct mosaic_objspace {
-    struct mosaic_heap heaps[MOSAIC_HEAP_COUNT];
+    struct mosaic_heap heaps[MOSAIC_HEAP_MAX];
 
     /* All pages of all classes, sorted by body address, for conservative lookups. */
     struct mosaic_page **sorted_pages;
@@ -453,10 +471,29 @@ mosaic_page_of(VALUE obj)
     return *(struct mosaic_page **)((uintptr_t)obj & MOSAIC_PAGE_MASK);
 }
 
-static inline size_t
-mosaic_bit_index(VALUE obj)
+/* ceil(2^32 / slot_size). Why it is exact: with r = this and e = r * d - 2^32 (0 <= e < d),
+ * n * r / 2^32 = n / d + n * e / (d * 2^32), and for n, d < 2^16 the error term n * e / 2^32
+ * stays under 1, less than the gap from n mod d to d: (n * r) >> 32 == n / d for every offset
+ * n in a page (heap.c checks every one at boot). A multiply and a shift instead of a division
+ * by a slot size the compiler does not know. */
+static inline uint32_t
+mosaic_slot_recip(size_t slot_size)
 {
-    return ((uintptr_t)obj & ~MOSAIC_PAGE_MASK) / MOSAIC_BASE_SLOT_SIZE;
+    return (uint32_t)((((uint64_t)1 << 32) + slot_size - 1) / slot_size);
+}
+
+/* The slot number of obj on its page: its bit in every side bitmap. obj is a slot's start. */
+static inline size_t
+mosaic_bit_index(const struct mosaic_page *page, VALUE obj)
+{
+    return (size_t)(((uint64_t)((uintptr_t)obj - page->start) * page->slot_recip) >> 32);
+}
+
+/* The slot with number (bit) i on page. */
+static inline VALUE
+mosaic_slot_at(const struct mosaic_page *page, size_t i)
+{
+    return (VALUE)(page->start + i * page->slot_size);
 }
 
 static inline bool
@@ -480,13 +517,15 @@ mosaic_bit_clear(mosaic_bits_t *bits, size_t i)
 static inline bool
 mosaic_marked_p(VALUE obj)
 {
-    return mosaic_bit_test(mosaic_page_of(obj)->mark_bits, mosaic_bit_index(obj));
+    const struct mosaic_page *page = mosaic_page_of(obj);
+    return mosaic_bit_test(page->mark_bits, mosaic_bit_index(page, obj));
 }
 
 static inline bool
 mosaic_old_p(VALUE obj)
 {
-    return mosaic_bit_test(mosaic_page_of(obj)->old_bits, mosaic_bit_index(obj));
+    const struct mosaic_page *page = mosaic_page_of(obj);
+    return mosaic_bit_test(page->old_bits, mosaic_bit_index(page, obj));
 }
 
 /* Objects (live, zombies, garbage not swept yet) in the class, given the objects ever
@@ -556,6 +595,7 @@ mosaic_gc_release(mosaic_objspace_t *objspace, bool prev)
 /* ------------------------------------------------------ module interfaces */
 
 /* heap.c: size classes, pages, page lookup */
+void mosaic_size_classes_from_env(void);
 void mosaic_heap_init(mosaic_objspace_t *objspace);
 void mosaic_heap_free_all(mosaic_objspace_t *objspace);
 size_t mosaic_heap_index_for_size(size_t size);
@@ -566,7 +606,7 @@ size_t mosaic_heap_release_empty_pages(mosaic_objspace_t *objspace);
 bool mosaic_pointer_to_slot_p(mosaic_objspace_t *objspace, const void *ptr);
 size_t mosaic_heap_available_slots(mosaic_objspace_t *objspace);
 size_t mosaic_heap_allocated_pages(mosaic_objspace_t *objspace);
-extern size_t mosaic_heap_sizes[MOSAIC_HEAP_COUNT + 1];
+extern size_t mosaic_heap_sizes[MOSAIC_HEAP_MAX + 1];
 
 /* alloc.c: caches and the allocation paths */
 struct mosaic_cache *mosaic_cache_new(mosaic_objspace_t *objspace);

@@ -42,7 +42,7 @@ struct histogram {
 
 static struct histogram alloc_hist, death_hist;
 /* Deaths by type and the size class the object occupied. */
-static uint64_t death_slot[TYPES][MOSAIC_HEAP_COUNT];
+static uint64_t death_slot[TYPES][MOSAIC_HEAP_MAX];
 static pid_t parent_pid;
 static bool written;
 

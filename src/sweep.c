@@ -67,12 +67,12 @@ page_sweep(mosaic_objspace_t *objspace, struct mosaic_page *page)
 
     for (size_t w = MOSAIC_BITMAP_WORDS; w-- > 0;) {
         mosaic_bits_t keep = page->mark_bits[w];
-        mosaic_bits_t dead = heap->slot_start_bits[w] & ~keep;
+        mosaic_bits_t dead = heap->slot_bits[w] & ~keep;
         if (!dead) continue;
         while (dead) {
             int b = 63 - __builtin_clzll(dead);
             dead &= ~((mosaic_bits_t)1 << b);
-            VALUE obj = (VALUE)(page->body + (w * 64 + (size_t)b) * MOSAIC_BASE_SLOT_SIZE);
+            VALUE obj = mosaic_slot_at(page, w * 64 + (size_t)b);
             if (RBASIC(obj)->flags == 0) {
                 empty++;      /* already on the freelist: leave the slot untouched */
                 continue;

@@ -3,7 +3,9 @@
  * build, run after every collection).
  *
  * Checks, with the world stopped and every page swept:
- *  - every page is in the sorted index and its page pointer leads back to it;
+ *  - every page is in the sorted index and its page pointer leads back to it; it is laid out
+ *    for its class (slot size, slot count, reciprocal) and no side-bitmap bit beyond its
+ *    slots is set (bits are slot numbers, mosaic_bit_index);
  *  - every slot on a page's freelist is T_NONE and belongs to that page; no slot twice; and
  *    every T_NONE slot is on it (caches hand their slots back first, which is always valid);
  *  - zombies counted per page match T_ZOMBIE slots;
@@ -209,6 +211,24 @@ verify_page(struct verify_ctx *ctx, struct mosaic_page *page, size_t *live, size
     if (mosaic_page_of((VALUE)page->start) != page) {
         report(ctx, "page %p: body header does not point back to the page", (void *)page->body);
     }
+    if (page->slot_size != page->heap->slot_size || page->total_slots != page->heap->slots_per_page ||
+            page->slot_recip != mosaic_slot_recip(page->slot_size) ||
+            page->start != (uintptr_t)page->body + page->heap->start_offset) {
+        report(ctx, "page %p: laid out for %u-byte slots (%u of them), its class has %zu-byte slots",
+               (void *)page->body, page->slot_size, page->total_slots, page->heap->slot_size);
+        return;
+    }
+    /* Side bitmaps hold one bit per slot: no bit beyond the page's slots may be set. */
+    const mosaic_bits_t *bitmaps[] = { page->mark_bits, page->pinned_bits, page->wb_unprotected_bits,
+                                       page->age0_bits, page->age1_bits, page->old_bits, page->remembered_bits };
+    for (size_t m = 0; m < sizeof(bitmaps) / sizeof(bitmaps[0]); m++) {
+        for (size_t w = 0; w < MOSAIC_BITMAP_WORDS; w++) {
+            if (bitmaps[m][w] & ~page->heap->slot_bits[w]) {
+                report(ctx, "page %p: side bitmap %zu has a bit beyond its %u slots (word %zu: 0x%llx)",
+                       (void *)page->body, m, page->total_slots, w, (unsigned long long)bitmaps[m][w]);
+            }
+        }
+    }
 
     size_t on_freelist = 0, free_slots = 0, page_zombies = 0;
     for (struct mosaic_free_slot *s = page->freelist; s; s = s->next) {
@@ -250,7 +270,7 @@ verify_page(struct verify_ctx *ctx, struct mosaic_page *page, size_t *live, size
         }
         verify_object_tables(ctx, obj, false);
         if (RB_BUILTIN_TYPE(obj) == T_DATA) verify_weakmap(ctx, obj);
-        size_t bit = mosaic_bit_index(obj);
+        size_t bit = mosaic_bit_index(page, obj);
         ctx->parent = obj;
         ctx->parent_needs_barrier = ctx->objspace->params.generational &&
             mosaic_bit_test(page->old_bits, bit) &&
