@@ -42,7 +42,8 @@
     X(mosaic_heap_target_bytes) X(mosaic_live_bytes) X(mosaic_malloc_live_bytes) \
     X(mosaic_pool_pages) X(mosaic_pages_returned) X(mosaic_malloc_trim_count) X(mosaic_malloc_trim_time) \
     X(mosaic_memory_limit_bytes) X(mosaic_memory_limit_set_aside) X(mosaic_memory_used_bytes) \
-    X(mosaic_growth_step_bytes) X(mosaic_growth_trigger_bytes) X(mosaic_grown_bytes)
+    X(mosaic_growth_step_bytes) X(mosaic_growth_trigger_bytes) X(mosaic_grown_bytes) \
+    X(mosaic_fragmentation_compact_count) X(mosaic_compact_freed_pages)
 
 /* Plus, for every field of the memory breakdown (mosaic.h), mosaic_<name>_bytes (now) and
  * mosaic_peak_<name>_bytes (at the GC with the highest RSS). */
@@ -168,6 +169,8 @@ mosaic_stat(mosaic_objspace_t *objspace, VALUE hash_or_sym)
     SET(mosaic_growth_step_bytes, mosaic_pace_growth_step(objspace));
     SET(mosaic_growth_trigger_bytes, objspace->growth_trigger_bytes);
     SET(mosaic_grown_bytes, mosaic_pace_grown_bytes(objspace));
+    SET(mosaic_fragmentation_compact_count, st->fragmentation_compact_count);
+    SET(mosaic_compact_freed_pages, st->compact_freed_pages);
     /* The breakdown: computed only when asked for (mallinfo2 walks malloc's bins). */
     {
         bool wanted = !NIL_P(hash);
