@@ -130,7 +130,8 @@ mosaic_collect(mosaic_objspace_t *objspace, unsigned int reason)
     int policy = objspace->params.auto_compact_policy;
     bool compact = may_compact && (objspace->compact_next || (auto_ok && (objspace->auto_compact || policy == MOSAIC_AUTO_COMPACT_ALWAYS)));
     if (compact) {
-        reason |= MOSAIC_REASON_IMMEDIATE_SWEEP;
+        /* Compaction sweeps at once; latest_gc_info(:immediate_sweep) still says what the cycle
+         * was asked, as the default GC does under GC.auto_compact (test_start_immediate_sweep). */
         objspace->compact_trigger = objspace->compact_next ? MOSAIC_COMPACT_BY_METHOD
             : objspace->auto_compact ? MOSAIC_COMPACT_BY_AUTO_COMPACT : MOSAIC_COMPACT_BY_ALWAYS;
     }
@@ -190,8 +191,6 @@ mosaic_collect(mosaic_objspace_t *objspace, unsigned int reason)
         if (mosaic_compact_select(objspace)) {
             compact = true;
             objspace->compact_trigger = MOSAIC_COMPACT_BY_FRAGMENTATION;
-            reason |= MOSAIC_REASON_IMMEDIATE_SWEEP;
-            objspace->stats.latest_reason = reason;
         }
     }
 
@@ -200,7 +199,7 @@ mosaic_collect(mosaic_objspace_t *objspace, unsigned int reason)
 
     /* 6. Sweep. */
     mosaic_sweep_prepare(objspace);
-    if (reason & MOSAIC_REASON_IMMEDIATE_SWEEP) {
+    if ((reason & MOSAIC_REASON_IMMEDIATE_SWEEP) || compact) {
         uint64_t t = measure ? mosaic_now_ns() : 0;
         mosaic_sweep_rest(objspace);
         if (measure) objspace->stats.sweeping_time_ns += mosaic_now_ns() - t;

@@ -652,8 +652,11 @@ mosaic_compact(mosaic_objspace_t *objspace)
         objspace->compact_move_ns = objspace->compact_move_ns > 0 ? 0.75 * objspace->compact_move_ns + 0.25 * ns : ns;
     }
 
+    objspace->compact_update_ns = 0;
     if (total > 0) {
+        uint64_t t = mosaic_now_ns();
         update_references(objspace);
+        objspace->compact_update_ns = mosaic_now_ns() - t;
         objspace->verify_roots_due = true;   /* the next heap check looks at the roots too */
     }
     for (int h = 0; h < MOSAIC_HEAP_COUNT; h++) {
@@ -725,12 +728,16 @@ latest_compact_info_m(VALUE self)
     rb_hash_aset(h, ID2SYM(rb_intern("moved_down")), counts_by_type(objspace->compact_moved_down));
     if (objspace->stats.compact_count == 0) return h;
 
-    /* Mosaic's: why it ran, the move budget (nil: none), and per class that took part (by slot
-     * size) what the policy measured after the mark and the pages the compaction emptied. */
+    /* Mosaic's: why it ran, the move budget (nil: none), the measured cost of one move (moving
+     * average, ns) and of the reference-update pass (this compaction, ms), and per class that
+     * took part (by slot size) what the policy measured after the mark and the pages the
+     * compaction emptied. */
     static const char *const triggers[] = { "method", "auto_compact", "always", "fragmentation" };
     rb_hash_aset(h, ID2SYM(rb_intern("mosaic_trigger")), ID2SYM(rb_intern(triggers[objspace->compact_trigger])));
     rb_hash_aset(h, ID2SYM(rb_intern("mosaic_move_budget")),
                  objspace->compact_budget == SIZE_MAX ? Qnil : SIZET2NUM(objspace->compact_budget));
+    rb_hash_aset(h, ID2SYM(rb_intern("mosaic_move_ns")), DBL2NUM(objspace->compact_move_ns));
+    rb_hash_aset(h, ID2SYM(rb_intern("mosaic_update_ms")), DBL2NUM((double)objspace->compact_update_ns / 1e6));
     VALUE classes = rb_hash_new();
     for (int i = 0; i < MOSAIC_HEAP_COUNT; i++) {
         if (!(objspace->compact_classes & (1u << i))) continue;

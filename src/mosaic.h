@@ -373,6 +373,7 @@ typedef struct mosaic_objspace {
     size_t compact_budget;           /* most objects the compaction may move; SIZE_MAX: no bound */
     uint64_t compact_mark_ns;        /* the mark time of the cycle the budget is derived from */
     double compact_move_ns;          /* measured cost of one move, ns (moving average) */
+    uint64_t compact_update_ns;      /* the latest compaction's reference-update pass, ns */
     double compact_occupancy[MOSAIC_HEAP_COUNT];     /* per class, as measured after the mark */
     size_t compact_freeable[MOSAIC_HEAP_COUNT];      /* per class: occupied pages - pages needed */
     size_t compact_freed[MOSAIC_HEAP_COUNT];         /* per class: pages the compaction emptied */

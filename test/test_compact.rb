@@ -433,6 +433,12 @@ class TestMosaicCompact < Test::Unit::TestCase
       count = GC.stat(:compact_count)
       GC.start
       assert_operator GC.stat(:compact_count), :>, count
+      # Compaction sweeps at once, but latest_gc_info says what the cycle was asked, as the
+      # default GC does under auto_compact (CRuby's test_start_immediate_sweep).
+      count = GC.stat(:compact_count)
+      GC.start(immediate_sweep: false)
+      assert_equal count + 1, GC.stat(:compact_count)
+      assert_equal false, GC.latest_gc_info(:immediate_sweep)
       GC.auto_compact = false
       assert_equal false, GC.auto_compact
       count = GC.stat(:compact_count)
