@@ -473,7 +473,7 @@ free_forwarding_slots(mosaic_objspace_t *objspace, struct mosaic_heap *heap)
 #define MOSAIC_COMPACT_MAX_BACKOFF 32
 /* The cost of one move before any was measured, ns (the order of what a release build measures:
  * DESIGN 5b). */
-#define MOSAIC_COMPACT_MOVE_NS_GUESS 100.0
+#define MOSAIC_COMPACT_MOVE_NS_GUESS 150.0
 
 /* Measures every class from the mark bits of a major GC (before or after its sweep: the marked
  * slots are the live objects either way) and the zombies: its occupied pages (holding a live
@@ -503,6 +503,16 @@ measure_classes(mosaic_objspace_t *objspace)
         }
         size_t needed = (used + heap->slots_per_page - 1) / heap->slots_per_page;
         if (fixed > needed) needed = fixed;
+        /* What the class keeps after a major GC anyway (pace.c: max(init, live / (1 -
+         * free_slots_max_ratio)) slots): free slots within that are room the next cycle
+         * allocates into, not pages to give back. */
+        const struct mosaic_params *params = &objspace->params;
+        if (params->free_slots_max_ratio < 1.0) {
+            size_t keep = mosaic_scale(used, 1.0 / (1.0 - params->free_slots_max_ratio));
+            if (keep < params->heap_init_slots[h]) keep = params->heap_init_slots[h];
+            size_t keep_pages = (keep + heap->slots_per_page - 1) / heap->slots_per_page;
+            if (keep_pages > needed) needed = keep_pages;
+        }
         objspace->compact_freeable[h] = occupied > needed ? occupied - needed : 0;
         objspace->compact_occupancy[h] = occupied ? (double)used / ((double)occupied * (double)heap->slots_per_page) : 1.0;
         objspace->compact_freed[h] = 0;
@@ -554,7 +564,8 @@ order_sparsest(const void *a, const void *b)
 }
 
 /* Bounded emptying (the fragmentation policy): the pages to empty of every chosen class,
- * sparsest first across classes (the fewest moves per page freed), until the budget is spent. */
+ * sparsest first across classes (the fewest moves per page freed), at most the class's
+ * freeable pages (what it keeps anyway stays), until the budget is spent. */
 static void
 empty_pages_bounded(mosaic_objspace_t *objspace, struct class_plan *plans, size_t *budget)
 {
@@ -570,7 +581,13 @@ empty_pages_bounded(mosaic_objspace_t *objspace, struct class_plan *plans, size_
         }
     }
     qsort(order, n, sizeof(*order), order_sparsest);
-    for (size_t i = 0; i < n && *budget > 0; i++) move_page(objspace, plans, order[i].h, order[i].page, true, budget);
+    size_t left[MOSAIC_HEAP_COUNT];   /* pages each class may still empty: what it measured */
+    for (int h = 0; h < MOSAIC_HEAP_COUNT; h++) left[h] = objspace->compact_freeable[h];
+    for (size_t i = 0; i < n && *budget > 0; i++) {
+        if (left[order[i].h] == 0) continue;
+        left[order[i].h]--;
+        move_page(objspace, plans, order[i].h, order[i].page, true, budget);
+    }
     free(order);
 }
 
@@ -586,8 +603,8 @@ empty_pages_bounded(mosaic_objspace_t *objspace, struct class_plan *plans, size_
  *     arrivals first. So no object moves twice.
  * Under the fragmentation policy (compact_trigger), only the chosen classes take part (as
  * sources and destinations), at most compact_budget objects move, the pages to empty are taken
- * sparsest first across those classes, and objects on kept pages stay (moving them frees no
- * page).
+ * sparsest first across those classes, at most each class's freeable pages, and objects on kept
+ * pages and meeting pages stay (moving them frees no page the class does not keep anyway).
  * *Why planned* (the default GC advances every class's cursors a page at a time): a small
  * class's cursors met after a few rounds, and the objects bound for it from a large class
  * stayed where they were (hashes whose table became an st_table: 77 of 5000 moved down in a
@@ -637,7 +654,7 @@ mosaic_compact(mosaic_objspace_t *objspace)
     }
     bool meet[MOSAIC_HEAP_COUNT];
     for (int h = 0; h < MOSAIC_HEAP_COUNT; h++) {
-        meet[h] = plans[h].keep >= 2 && plans[h].d < plans[h].keep - 1;
+        meet[h] = !bounded && plans[h].keep >= 2 && plans[h].d < plans[h].keep - 1;
         if (meet[h]) plans[h].keep--;
     }
     for (int h = 0; h < MOSAIC_HEAP_COUNT; h++) {

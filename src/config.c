@@ -33,7 +33,7 @@
  * |                                       |         | that compact (alloc.c)                    |
  * | MOSAIC_MEMORY_LIMIT                   | 0 (off) | soft limit on pages + malloc, e.g. 512M   |
  * |                                       |         | (pace.c); 0 or at least 1 MiB             |
- * | MOSAIC_AUTO_COMPACT                   | fragmentation | off; fragmentation: a major GC      |
+ * | MOSAIC_AUTO_COMPACT                   | off     | fragmentation: a major GC                 |
  * |                                       |         | compacts the classes packing would free   |
  * |                                       |         | pages of, bounded; always: every major    |
  * |                                       |         | (compact.c; GC.auto_compact = true is     |
@@ -57,6 +57,13 @@
 
 #include "mosaic.h"
 
+/* The auto-compaction policy when MOSAIC_AUTO_COMPACT is not set: off, by benchmark (DESIGN 5b,
+ * "Deciding the default"). A benchmark variant may build with another:
+ * make variant NAME=x OPT='-O3 -g -DMOSAIC_CHECK=0 -DMOSAIC_AUTO_COMPACT_DEFAULT=MOSAIC_AUTO_COMPACT_FRAGMENTATION'. */
+#ifndef MOSAIC_AUTO_COMPACT_DEFAULT
+# define MOSAIC_AUTO_COMPACT_DEFAULT MOSAIC_AUTO_COMPACT_OFF
+#endif
+
 void
 mosaic_params_defaults(struct mosaic_params *params)
 {
@@ -76,7 +83,7 @@ mosaic_params_defaults(struct mosaic_params *params)
     params->generational = true;
     params->oldobject_limit_factor = 2.0;
     params->wb_unprotected_limit_ratio = 0.01;
-    params->auto_compact_policy = MOSAIC_AUTO_COMPACT_FRAGMENTATION;
+    params->auto_compact_policy = MOSAIC_AUTO_COMPACT_DEFAULT;
     params->compact_occupancy = 0.5;
     params->compact_pause_fraction = 0.25;
 }
