@@ -91,7 +91,8 @@ end
 # ---------------------------------------------------------------------------------------------
 # Options and toolchain
 
-options = { reps: nil, quick: false, only: nil, gcs: %w[default mosaic], jemalloc: false, setup: false, timeout: nil }
+options = { reps: nil, quick: false, only: nil, gcs: %w[default mosaic], jemalloc: false, setup: false, timeout: nil,
+            pauses: true }
 parser = OptionParser.new do |o|
   o.banner = "Usage: bench/run.rb [options]   (compare GC libraries of one Ruby, side by side)"
   o.on("--quick", "small inputs and 2 repetitions (about 5 minutes)") { options[:quick] = true }
@@ -104,6 +105,9 @@ parser = OptionParser.new do |o|
   end
   o.on("--timeout SECONDS", Integer, "per-run time limit (default 1200, quick 300)") { |t| options[:timeout] = t }
   o.on("--setup", "run bench/setup.sh first (gems, gnuplot, valgrind)") { options[:setup] = true }
+  o.on("--no-pauses", "do not time GC pauses in every run (bench/lib/pauses.c; to measure its overhead)") do
+    options[:pauses] = false
+  end
   o.on("--chart FILE.json", "only redraw the chart (SVG, PNG) of an earlier results file") { |f| options[:chart] = f }
   o.on("--list", "list the benchmarks and exit") do
     BENCHMARKS.each { |b| puts format("  %-20s %s", b.name, b.about) }
@@ -162,6 +166,24 @@ unless ruby && File.executable?(ruby)
   abort "bench/run.rb: the Mosaic Ruby toolchain is not built (#{ruby.inspect}); run `make` first"
 end
 
+# The pause timer (bench/lib/pauses.c), built once per invocation with the measured Ruby (mkmf,
+# under the default GC: the build is not what is measured) into a directory removed at exit.
+# Every run loads it through the probe; a build failure is reported and the runs go on without
+# pause figures.
+def build_pauses_ext(ruby)
+  dir = Dir.mktmpdir("mosaic-bench-pauses-")
+  at_exit { FileUtils.rm_rf(dir) }
+  FileUtils.cp(File.join(BENCH_DIR, "lib/pauses.c"), dir)
+  env = { "RUBY_GC_LIBRARY" => "default", "RUBYOPT" => nil, "RUBYLIB" => nil, "LD_PRELOAD" => nil }
+  log = IO.popen(env, [ruby, "-rmkmf", "-e", '$CFLAGS << " -O2"; create_makefile("mosaic_bench_pauses")'],
+                 chdir: dir, err: %i[child out], &:read)
+  log << IO.popen(env, ["make"], chdir: dir, err: %i[child out], &:read) if $?.success?
+  so = File.join(dir, "mosaic_bench_pauses.so")
+  return so if $?.success? && File.file?(so)
+  warn "bench/run.rb: WARNING: building bench/lib/pauses.c failed; no pause figures:\n#{tail(log.to_s, 15)}"
+  nil
+end
+
 # The environment of a configuration's processes: its GC library, and LD_PRELOAD of jemalloc or
 # none at all (so that a plain configuration runs on glibc's malloc even if the caller preloads one).
 JEMALLOC = configs.values.any? { |c| c.allocator == "jemalloc" } ? find_jemalloc : nil
@@ -173,6 +195,10 @@ end
 def config_env(cfg)
   { "RUBY_GC_LIBRARY" => cfg.gc, "LD_PRELOAD" => cfg.allocator == "jemalloc" ? JEMALLOC : nil }
 end
+
+def tail(text, lines = 25) = text.to_s.lines.last(lines).join
+
+PAUSES_EXT = options[:pauses] ? build_pauses_ext(ruby) : nil
 
 # Each GC library must load: `ruby -v` shows +GC[name]. A library that does not load is reported
 # and its runs fail visibly (they are not silently dropped from the comparison). The allocator is
@@ -196,7 +222,7 @@ end
 RunResult = Struct.new(:gc, :rep, :status, :exit_code, :signal, :wall_s, :peak_rss_kb, :gc_count,
                        :gc_time_ms, :figures, :message, :stderr_tail, :allocator, :allocator_lib,
                        :rss_kb, :rss_anon_kb, :rss_file_kb, :mallinfo2, :heap_live_slots, :heap_free_slots,
-                       :heap_allocated_pages, :mosaic_stats, :probe_ms, :probe_errors, keyword_init: true) do
+                       :heap_allocated_pages, :mosaic_stats, :probe_ms, :probe_errors, :pauses, keyword_init: true) do
   def ok? = status == "ok"
 
   # glibc malloc at exit, bytes: in use (arena chunks in use + mmapped chunks), free inside the
@@ -204,9 +230,13 @@ RunResult = Struct.new(:gc, :rep, :status, :exit_code, :signal, :wall_s, :peak_r
   def libc_in_use = mallinfo2 && mallinfo2["uordblks"].to_i + mallinfo2["hblkhd"].to_i
   def libc_free = mallinfo2 && mallinfo2["fordblks"]
   def libc_mmapped = mallinfo2 && mallinfo2["hblkhd"]
-end
 
-def tail(text, lines = 25) = text.to_s.lines.last(lines).join
+  # GC CPU time, ms: the larger of the pause timer's (the thread that stays in the GC) and the
+  # GC's own report when it has one (Mosaic's :mosaic_gc_cpu_time, which adds its worker threads).
+  def gc_cpu_ms = [pauses && pauses["gc_cpu_ms"], mosaic_stats && mosaic_stats["mosaic_gc_cpu_time"]].compact.max
+  def gc_wall_ms = pauses && pauses["gc_wall_ms"]
+  def pause(kind, figure) = pauses && pauses.dig(kind, figure)
+end
 
 # What to show of a failed run's stderr: for a Ruby crash report ([BUG] ...), the [BUG] line and
 # the frames and backtraces, without the register dump, loaded features and memory map that end
@@ -230,7 +260,7 @@ def run_once(ruby, bench, cfg, rep, quick, timeout, scratch)
   err_file = File.join(scratch, "stderr")
   [probe, figures].each { |f| FileUtils.rm_f(f) }
   env = config_env(cfg).merge(
-    "MOSAIC_BENCH_PROBE" => probe, "MOSAIC_BENCH_FIGURES" => figures,
+    "MOSAIC_BENCH_PROBE" => probe, "MOSAIC_BENCH_FIGURES" => figures, "MOSAIC_BENCH_PAUSES" => PAUSES_EXT,
     "MOSAIC_RUBY_SRC" => TOOL["MOSAIC_RUBY_SRC"], "RUBYOPT" => nil, "RUBYLIB" => nil,
     "GEM_HOME" => nil, "GEM_PATH" => nil, "BUNDLE_GEMFILE" => nil,
   )
@@ -273,7 +303,7 @@ def run_once(ruby, bench, cfg, rep, quick, timeout, scratch)
     result.gc_count = probe_data["gc_count"]
     result.gc_time_ms = probe_data["gc_time_ms"]
     %w[allocator allocator_lib rss_kb rss_anon_kb rss_file_kb mallinfo2 heap_live_slots heap_free_slots
-       heap_allocated_pages mosaic_stats probe_ms probe_errors].each { |k| result[k] = probe_data[k] }
+       heap_allocated_pages mosaic_stats probe_ms probe_errors pauses].each { |k| result[k] = probe_data[k] }
   end
   problem =
     if timed_out then "timed out after #{timeout} s"
@@ -350,6 +380,16 @@ def memory_summary(ok)
   }
 end
 
+# Medians (min, max) over the successful runs of the pause timer's figures (bench/lib/pauses.c):
+# per kind the count and p50/p99/max of the pauses (ms), and the GC wall and CPU time (ms).
+def pause_summary(ok)
+  return nil if ok.none?(&:pauses)
+  kinds = %w[minor major minor_gc major_gc].to_h do |kind|
+    [kind, %w[count p50_ms p99_ms max_ms].to_h { |f| [f, spread(ok.map { |r| r.pause(kind, f) })] }]
+  end
+  kinds.merge("gc_wall_ms" => spread(ok.map(&:gc_wall_ms)), "gc_cpu_ms" => spread(ok.map(&:gc_cpu_ms)))
+end
+
 def summarize(bench, runs_by_gc, baseline, jemalloc_baseline, jemalloc_others)
   per_gc = runs_by_gc.to_h do |gc, runs|
     ok = runs.select(&:ok?)
@@ -363,6 +403,7 @@ def summarize(bench, runs_by_gc, baseline, jemalloc_baseline, jemalloc_others)
       "wall_s" => spread(ok.map(&:wall_s)), "peak_rss_kb" => spread(ok.map(&:peak_rss_kb)),
       "gc_count" => spread(ok.map(&:gc_count)), "gc_time_ms" => spread(ok.map(&:gc_time_ms)),
       "figures" => figures, "allocator" => ok.map(&:allocator).uniq.join(","), "memory" => memory_summary(ok),
+      "pauses" => pause_summary(ok),
     }]
   end
   ratios = runs_by_gc.keys.reject { |g| g == baseline }.to_h do |gc|
@@ -467,6 +508,7 @@ def markdown(results, gcs, baseline, meta)
     end
   end
 
+  out << pauses_markdown(results, gcs)
   out << memory_markdown(results, gcs)
 
   problems = results.flat_map { |res| res["runs"].map { |r| [res["name"], r] } }
@@ -482,6 +524,49 @@ def markdown(results, gcs, baseline, meta)
     failed.each do |n, r|
       out << "- **#{n}** under #{r["gc"]}, run #{r["rep"]}: #{r["message"]}; stderr tail:\n\n"
       out << "```\n#{r["stderr_tail"].to_s.rstrip}\n```\n\n"
+    end
+  end
+  out
+end
+
+# The "GC pauses and GC time" section: the pause timer's figures (bench/lib/pauses.c), per
+# benchmark and configuration, medians over the successful runs.
+def pauses_markdown(results, gcs)
+  rows = results.select { |res| gcs.any? { |g| res["per_gc"][g]["pauses"] } }
+  return "" if rows.empty?
+  out = +"\n### GC pauses and GC time\n\n"
+  out << "Timed in every run by bench/lib/pauses.c from the GC_ENTER/GC_EXIT hooks, the same way under every GC: " \
+         "a pause is one stay in the collector (a collection, a lazy-sweep or incremental-marking step), wall clock; " \
+         "major if the latest collection started was major (so a major GC's lazy-sweep steps are major pauses). " \
+         "n = pauses, percentiles nearest-rank (within 3%), max exact. GC wall = sum of all pauses; GC CPU = CPU time " \
+         "of the thread in the GC during them (or the GC's own figure when larger: Mosaic's :mosaic_gc_cpu_time counts " \
+         "its worker threads); GC.stat time = GC.stat(:time) (the default GC: process CPU time of marking and sweeping; " \
+         "Mosaic: their wall time). Medians over the runs; ms.\n\n"
+  head = ["benchmark", "GC", "minor n", "minor p50", "minor p99", "minor max", "major n", "major p50", "major p99",
+          "major max", "GC wall ms", "GC CPU ms", "GC.stat time ms"]
+  out << "| #{head.join(" | ")} |\n|#{head.map { "---" }.join("|")}|\n"
+  rows.each do |res|
+    gcs.each do |gc|
+      s = res["per_gc"][gc]
+      p = s["pauses"] or next
+      cell = ->(*path) { fmt(p.dig(*path, "median")) }
+      out << "| #{[res["name"], gc,
+                   *%w[minor major].flat_map { |k| [cell.call(k, "count"), *%w[p50_ms p99_ms max_ms].map { |f| cell.call(k, f) }] },
+                   cell.call("gc_wall_ms"), cell.call("gc_cpu_ms"), fmt(s.dig("gc_time_ms", "median"))].join(" | ")} |\n"
+    end
+  end
+  out << "\nThe collections alone: the pauses in which a collection started (GC.count changed), without the later " \
+         "lazy-sweep and incremental-marking steps (what GC::Profiler records per GC, but on the same clock for both GCs). ms.\n\n"
+  head = ["benchmark", "GC", "minor GCs", "minor GC p50", "minor GC p99", "minor GC max", "major GCs", "major GC p50",
+          "major GC p99", "major GC max"]
+  out << "| #{head.join(" | ")} |\n|#{head.map { "---" }.join("|")}|\n"
+  rows.each do |res|
+    gcs.each do |gc|
+      p = res["per_gc"][gc]["pauses"] or next
+      next unless p["minor_gc"]
+      cell = ->(*path) { fmt(p.dig(*path, "median")) }
+      out << "| #{[res["name"], gc,
+                   *%w[minor_gc major_gc].flat_map { |k| [cell.call(k, "count"), *%w[p50_ms p99_ms max_ms].map { |f| cell.call(k, f) }] }].join(" | ")} |\n"
     end
   end
   out
@@ -559,6 +644,7 @@ meta = {
   "ratio_spread" => "median of per-pair ratios (run j of a GC vs run j of the baseline), with min and max",
   "configs" => configs.transform_values { |c| { "gc" => c.gc, "allocator" => c.allocator, "ld_preload" => config_env(c)["LD_PRELOAD"] } },
   "jemalloc_baseline" => jemalloc_baseline, "jemalloc_compared" => jemalloc_others,
+  "pause_timer" => PAUSES_EXT ? "bench/lib/pauses.c (GC_ENTER/GC_EXIT hooks)" : nil,
 }
 if JEMALLOC
   version = IO.popen(["dpkg-query", "-W", "-f", "${Version}", "libjemalloc2"], err: File::NULL, &:read).strip rescue ""

@@ -44,6 +44,7 @@ rb_gc_impl_objspace_free(void *objspace_ptr)
     mosaic_heap_free_all(objspace);
     mosaic_mark_stack_free(&objspace->mark_stack);
     mosaic_ptr_vec_free(&objspace->weak_refs);
+    mosaic_weak_index_reset(&objspace->weak_index);
     if (objspace->finalizer_table) st_free_table(objspace->finalizer_table);
     st_free_table(objspace->obj_to_id);
     st_free_table(objspace->id_to_obj);
@@ -301,7 +302,7 @@ rb_gc_impl_mark_weak(void *objspace_ptr, VALUE *ptr)
 void
 rb_gc_impl_remove_weak(void *objspace_ptr, VALUE parent_obj, VALUE *ptr)
 {
-    mosaic_remove_weak(objspace_ptr, ptr);
+    mosaic_remove_weak(objspace_ptr, parent_obj, ptr);
 }
 
 /* ========================================================== compaction */

@@ -22,6 +22,10 @@
  * Pages that sat in the empty-page pool through the whole previous cycle are released at
  * step 2 (heap.c).
  *
+ * Time (GC.stat, docs/DESIGN.md section 7): :time is marking + sweeping (compaction counted
+ * with sweeping), wall clock; every stay between enter and leave also adds to
+ * :mosaic_gc_wall_time, :mosaic_gc_cpu_time and its kind's longest pause (account_stay).
+ *
  * Invariants:
  *  - during_gc is true exactly between enter and leave; entering twice is a bug (rb_bug),
  *    never a silent corruption.
@@ -40,11 +44,30 @@ mosaic_gc_enter(mosaic_objspace_t *objspace, unsigned int *lock_lev, bool barrie
     }
     objspace->during_gc = true;
     rb_gc_event_hook(0, RUBY_INTERNAL_EVENT_GC_ENTER);
+    struct mosaic_stats *st = &objspace->stats;
+    st->enter_wall_ns = objspace->measure_time ? mosaic_now_ns() : 0;
+    if (st->enter_wall_ns) st->enter_cpu_ns = mosaic_thread_cpu_ns();
+}
+
+/* Adds the stay that ends now to the GC wall and CPU time and to its kind's longest pause. */
+static void
+account_stay(mosaic_objspace_t *objspace)
+{
+    struct mosaic_stats *st = &objspace->stats;
+    if (!st->enter_wall_ns) return;
+    uint64_t wall = mosaic_now_ns() - st->enter_wall_ns;
+    uint64_t cpu = mosaic_thread_cpu_ns();
+    st->gc_wall_ns += wall;
+    if (cpu > st->enter_cpu_ns) st->gc_cpu_ns += cpu - st->enter_cpu_ns;
+    uint64_t *max = objspace->full_mark ? &st->pause_max_major_ns : &st->pause_max_minor_ns;
+    if (wall > *max) *max = wall;
+    st->enter_wall_ns = 0;
 }
 
 void
 mosaic_gc_exit(mosaic_objspace_t *objspace, unsigned int *lock_lev)
 {
+    account_stay(objspace);
     rb_gc_event_hook(0, RUBY_INTERNAL_EVENT_GC_EXIT);
     objspace->during_gc = false;
     rb_gc_vm_unlock(*lock_lev);
@@ -176,6 +199,7 @@ mosaic_collect(mosaic_objspace_t *objspace, unsigned int reason)
     mosaic_pace_malloc_limit(objspace);
 
     rb_gc_event_hook(0, RUBY_INTERNAL_EVENT_GC_START);
+    objspace->gc_state = MOSAIC_STATE_MARKING;
 
     /* 4. Mark. */
     uint64_t mark_start = measure || by_fragmentation ? mosaic_now_ns() : 0;
@@ -183,6 +207,7 @@ mosaic_collect(mosaic_objspace_t *objspace, unsigned int reason)
     uint64_t mark_ns = mark_start ? mosaic_now_ns() - mark_start : 0;
     if (measure) objspace->stats.marking_time_ns += mark_ns;
     rb_gc_event_hook(0, RUBY_INTERNAL_EVENT_GC_END_MARK);
+    objspace->gc_state = MOSAIC_STATE_SWEEPING;
 
     /* 4b. The fragmentation policy (compact.c): compact the classes a packing would free
      *     pages of, with a move budget derived from this mark's time. */
@@ -204,7 +229,12 @@ mosaic_collect(mosaic_objspace_t *objspace, unsigned int reason)
         mosaic_sweep_rest(objspace);
         if (measure) objspace->stats.sweeping_time_ns += mosaic_now_ns() - t;
     }
-    if (compact) mosaic_compact(objspace);
+    if (compact) {
+        /* Counted as sweeping time, as the default GC counts its compaction (GC.stat :time). */
+        uint64_t t = measure ? mosaic_now_ns() : 0;
+        mosaic_compact(objspace);
+        if (measure) objspace->stats.sweeping_time_ns += mosaic_now_ns() - t;
+    }
 
     uint64_t end_ns = mosaic_now_ns();
     mosaic_pace_gc_time(objspace, start_ns, end_ns);

@@ -154,7 +154,8 @@ mosaic_promote_all(mosaic_objspace_t *objspace)
 
 /* A forked child (rb_gc_impl_after_fork): what it inherited is taken as long-lived, as
  * Process.warmup would have made it (every object old), and the fork counts as the latest
- * major GC (the pacer's "three GCs after the latest major" rule restarts). *Why*: a child's
+ * major GC (the pacer's "three GCs after the latest major" rule restarts, and its live-data
+ * targets follow what the child inherited: mosaic_pace_after_fork). *Why*: a child's
  * minor GCs then neither trace nor free what it shares with its parent, and its first GCs
  * do not turn major because the parent's last major was long ago (for what it gained and
  * where it does not help, see docs/DESIGN.md, "Fork invariants"). The cost: garbage the child inherited
@@ -166,4 +167,5 @@ mosaic_generation_after_fork(mosaic_objspace_t *objspace)
     if (!objspace->params.generational || !objspace->params.allow_full_mark) return;
     mosaic_promote_all(objspace);
     objspace->last_major_count = objspace->stats.count;
+    mosaic_pace_after_fork(objspace);
 }

@@ -204,11 +204,33 @@ struct mosaic_mark_stack {
     struct mosaic_mark_chunk *spare;
 };
 
+/* Newly marked objects wait here, prefetched, before they are scanned (mark.c). */
+#ifndef MOSAIC_MARK_QUEUE
+# define MOSAIC_MARK_QUEUE 16  /* a power of two; 0 turns the queue off */
+#endif
+struct mosaic_mark_queue {
+    VALUE items[MOSAIC_MARK_QUEUE ? MOSAIC_MARK_QUEUE : 1];
+    unsigned int head, count;
+};
+
 /* A growable array of pointers, malloc'd outside Ruby's accounting. */
 struct mosaic_ptr_vec {
     void **items;
     size_t size;
     size_t capa;
+};
+
+/* weak_index.c: slot address -> position in the weak list, built on the first removal. */
+struct mosaic_weak_entry {
+    VALUE *ptr;                      /* NULL: empty; (VALUE *)1: removed */
+    size_t pos;
+};
+struct mosaic_weak_index {
+    struct mosaic_weak_entry *entries;
+    size_t capa;                     /* a power of two, or 0 */
+    size_t count;                    /* slots in the table */
+    size_t used;                     /* entries not empty: slots + tombstones */
+    bool built;
 };
 
 /* Tunables, read once at boot (config.c). */
@@ -302,6 +324,18 @@ struct mosaic_stats {
     size_t major_gc_count;
     unsigned int latest_reason;
     size_t compact_count;            /* compact.c: compactions run */
+    /* collect.c: every stay inside the collector (a collection, a lazy-sweep step, the
+     * shutdown frees), from after entering (VM lock, barrier, GC_ENTER hook) to before
+     * leaving (GC_EXIT hook). Wall time is CLOCK_MONOTONIC; CPU time is the collecting
+     * thread's CLOCK_THREAD_CPUTIME_ID (GC worker threads, when there are any, add theirs).
+     * A pause is one stay; its kind is the kind of the latest collection (full_mark), so a
+     * lazy-sweep step after a major GC counts as a major pause. Only while measure_time. */
+    uint64_t gc_wall_ns;
+    uint64_t gc_cpu_ns;
+    uint64_t pause_max_minor_ns;
+    uint64_t pause_max_major_ns;
+    uint64_t enter_wall_ns;          /* 0 when the current stay is not measured */
+    uint64_t enter_cpu_ns;
     size_t total_moved_objects;      /* compact.c: objects ever moved */
     size_t fragmentation_compact_count;  /* compact.c: compactions the fragmentation policy ran */
     size_t compact_freed_pages;      /* compact.c: pages compactions emptied, ever */
@@ -331,6 +365,10 @@ typedef struct mosaic_objspace {
     bool measure_time;
     bool lazy_sweeping;              /* some heap has pages before_sweep */
     bool marking;
+    /* GC.latest_gc_info(:state), the default GC's gc_mode: MARKING from just after the
+     * GC_START hook through the GC_END_MARK hook, SWEEPING from then through the GC_END_SWEEP
+     * hook (compaction included; lazy sweeping keeps it between collections), else NONE. */
+    enum { MOSAIC_STATE_NONE, MOSAIC_STATE_MARKING, MOSAIC_STATE_SWEEPING } gc_state;
     bool full_mark;                  /* the running (or latest) collection is a major GC */
     int heap_walk_depth;             /* > 0: pages must not be freed (a walk holds a snapshot) */
     bool malloc_gc_pending;          /* malloc limit crossed without the GVL */
@@ -340,7 +378,9 @@ typedef struct mosaic_objspace {
     rb_event_flag_t hook_events;
 
     struct mosaic_mark_stack mark_stack;
+    struct mosaic_mark_queue mark_queue;
     struct mosaic_ptr_vec weak_refs;
+    struct mosaic_weak_index weak_index; /* weak_index.c; built only after a remove_weak */
     VALUE mark_parent;               /* object whose children are being marked (or Qfalse) */
     bool mark_parent_old;
     unsigned int mark_depth;         /* nesting of in-place scans (mark.c, MOSAIC_MARK_EAGER_DEPTH) */
@@ -516,6 +556,14 @@ mosaic_now_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+static inline uint64_t
+mosaic_thread_cpu_ns(void)
+{
+    struct timespec ts;
+    if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0) return 0;
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
 /* Holds collections off around an update of an address-keyed st table (object ids,
  * finalizers) outside the GC: st_insert may malloc, malloc may collect, and a collection
  * deletes dead keys from (sweep) and re-keys moved objects in (compaction) the very same
@@ -562,7 +610,7 @@ void mosaic_mark(mosaic_objspace_t *objspace, VALUE obj, bool pin);
 void mosaic_mark_maybe(mosaic_objspace_t *objspace, VALUE obj);
 void mosaic_mark_and_move(mosaic_objspace_t *objspace, VALUE *ptr);
 void mosaic_mark_weak(mosaic_objspace_t *objspace, VALUE *ptr);
-void mosaic_remove_weak(mosaic_objspace_t *objspace, VALUE *ptr);
+void mosaic_remove_weak(mosaic_objspace_t *objspace, VALUE parent, VALUE *ptr);
 void mosaic_mark_phase(mosaic_objspace_t *objspace, bool full);
 void mosaic_mark_stack_free(struct mosaic_mark_stack *stack);
 
@@ -606,6 +654,7 @@ mosaic_pace_grown_bytes(mosaic_objspace_t *objspace)
     return mosaic_add_sat(objspace->grown_since_gc, __atomic_load_n(&objspace->malloc_increase, __ATOMIC_RELAXED));
 }
 bool mosaic_pace_near_limit(mosaic_objspace_t *objspace);
+void mosaic_pace_after_fork(mosaic_objspace_t *objspace);
 
 /* memory.c: where the memory goes; MOSAIC_TRACE, MOSAIC_MEMORY_REPORT, malloc_trim */
 void mosaic_memory_breakdown(mosaic_objspace_t *objspace, struct mosaic_memory *m, bool libc);
@@ -686,5 +735,11 @@ void mosaic_define_verify(void);
 /* vec helper (heap.c) */
 void mosaic_ptr_vec_push(struct mosaic_ptr_vec *vec, void *item);
 void mosaic_ptr_vec_free(struct mosaic_ptr_vec *vec);
+
+/* weak_index.c */
+bool mosaic_weak_index_insert(struct mosaic_weak_index *index, VALUE *ptr, size_t pos);
+bool mosaic_weak_index_remove(struct mosaic_weak_index *index, VALUE *ptr, size_t *pos);
+void mosaic_weak_index_build(struct mosaic_weak_index *index, struct mosaic_ptr_vec *list);
+void mosaic_weak_index_reset(struct mosaic_weak_index *index);
 
 #endif /* MOSAIC_H */

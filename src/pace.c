@@ -159,10 +159,39 @@ mosaic_pace_growth_step(mosaic_objspace_t *objspace)
     return step < MOSAIC_GROWTH_STEP_MIN ? MOSAIC_GROWTH_STEP_MIN : step;
 }
 
+
 bool
 mosaic_pace_grown_enough(mosaic_objspace_t *objspace)
 {
     return mosaic_pace_grown_bytes(objspace) >= mosaic_pace_growth_step(objspace);
+}
+
+/* A forked child (mosaic_generation_after_fork): what it inherited is old now, as if a major GC
+ * had just found it live, so each class's live-data target follows it (never lower than it
+ * was). Why: a parent whose latest major was long ago (a Rails app booted, then served; a
+ * parent that never runs Process.warmup) hands its children classes far above the targets of
+ * that major; the child's first GC short of room would then be a major by over_target,
+ * marking and sweeping every page it shares (prefork --no-warmup: the second GC of each
+ * worker was such a major). The cost: garbage the child inherited (young or old) stays until
+ * a class passes its raised target; promoting everything already took that cost (generation.c). */
+void
+mosaic_pace_after_fork(mosaic_objspace_t *objspace)
+{
+    double goal = objspace->params.free_slots_goal_ratio;
+    double target_factor = goal > 0.0 && goal < 1.0 ? 1.0 / (1.0 - goal) : objspace->params.growth_factor;
+    for (int i = 0; i < MOSAIC_HEAP_COUNT; i++) {
+        struct mosaic_heap *heap = &objspace->heaps[i];
+        size_t target = mosaic_scale(mosaic_heap_used_slots(heap, heap->total_allocated_objects), target_factor);
+        if (target > heap->major_target_slots) heap->major_target_slots = target;
+    }
+    /* Majors the parent's pacer asked for are answered by the same reasoning: the targets
+     * were just raised, the old-object limits follow the promotion (mosaic_promote_all), and
+     * the malloc the child inherited is its old-malloc baseline. */
+    objspace->need_major &= ~(unsigned int)(MOSAIC_REASON_MAJOR_NOFREE | MOSAIC_REASON_MAJOR_OLDGEN |
+                                            MOSAIC_REASON_MAJOR_SHADY | MOSAIC_REASON_MAJOR_OLDMALLOC);
+    objspace->malloc_live_bytes = __atomic_load_n(&objspace->malloc_bytes, __ATOMIC_RELAXED);
+    objspace->oldmalloc_held_bytes = 0;
+    objspace->oldmalloc_trigger_bytes = 0;
 }
 
 /* The old-object limits, from the old objects counted now: after a major GC, and after

@@ -43,6 +43,7 @@
     X(mosaic_pool_pages) X(mosaic_pages_returned) X(mosaic_malloc_trim_count) X(mosaic_malloc_trim_time) \
     X(mosaic_memory_limit_bytes) X(mosaic_memory_limit_set_aside) X(mosaic_memory_used_bytes) \
     X(mosaic_growth_step_bytes) X(mosaic_growth_trigger_bytes) X(mosaic_grown_bytes) \
+    X(mosaic_gc_wall_time) X(mosaic_gc_cpu_time) X(mosaic_pause_max_minor_us) X(mosaic_pause_max_major_us) \
     X(mosaic_fragmentation_compact_count) X(mosaic_compact_freed_pages)
 
 /* Plus, for every field of the memory breakdown (mosaic.h), mosaic_<name>_bytes (now) and
@@ -169,6 +170,10 @@ mosaic_stat(mosaic_objspace_t *objspace, VALUE hash_or_sym)
     SET(mosaic_growth_step_bytes, mosaic_pace_growth_step(objspace));
     SET(mosaic_growth_trigger_bytes, objspace->growth_trigger_bytes);
     SET(mosaic_grown_bytes, mosaic_pace_grown_bytes(objspace));
+    SET(mosaic_gc_wall_time, st->gc_wall_ns / 1000000);
+    SET(mosaic_gc_cpu_time, st->gc_cpu_ns / 1000000);
+    SET(mosaic_pause_max_minor_us, st->pause_max_minor_ns / 1000);
+    SET(mosaic_pause_max_major_us, st->pause_max_major_ns / 1000);
     SET(mosaic_fragmentation_compact_count, st->fragmentation_compact_count);
     SET(mosaic_compact_freed_pages, st->compact_freed_pages);
     /* The breakdown: computed only when asked for (mallinfo2 walks malloc's bins). */
@@ -270,8 +275,8 @@ gc_info_decode(mosaic_objspace_t *objspace, VALUE hash_or_key, unsigned int flag
     SET(have_finalizer, RBOOL(flags & MOSAIC_REASON_HAVE_FINALIZE));
     SET(immediate_sweep, RBOOL(flags & MOSAIC_REASON_IMMEDIATE_SWEEP));
     if (current) {
-        SET(state, objspace->marking ? SYM(marking)
-                   : objspace->lazy_sweeping ? SYM(sweeping) : SYM(none));
+        SET(state, objspace->gc_state == MOSAIC_STATE_MARKING ? SYM(marking)
+                   : objspace->gc_state == MOSAIC_STATE_SWEEPING ? SYM(sweeping) : SYM(none));
     }
     SET(weak_references_count, SIZET2NUM(objspace->stats.weak_references_count));
     SET(retained_weak_references_count, SIZET2NUM(objspace->stats.retained_weak_references_count));

@@ -189,6 +189,7 @@ update_lazy_sweeping(mosaic_objspace_t *objspace)
         objspace->lazy_sweeping = false;
         mosaic_memory_after_sweep(objspace);
         rb_gc_event_hook(0, RUBY_INTERNAL_EVENT_GC_END_SWEEP);
+        objspace->gc_state = MOSAIC_STATE_NONE;
     }
 }
 

@@ -64,6 +64,71 @@ class TestMosaicApi < Test::Unit::TestCase
     assert_raise(ArgumentError) { GC.latest_gc_info(:no_such_key) }
   end
 
+  # GC.latest_gc_info(:state) as the default GC reports it between collections: :sweeping while
+  # a lazy sweep is pending (StackProf tells marking and sweeping samples apart by it), :none
+  # once every page is swept. (Inside GC event hooks: test_tools.rb, with gc_tracer.) Mosaic
+  # only: the default GC may finish its sweep inside GC.start(immediate_sweep: false) and
+  # answer :none there, which is right for it.
+  def test_latest_gc_info_state_while_lazy_sweeping
+    omit "whether the sweep is still pending is the GC's own pacing" unless mosaic?
+    # Verification after a GC (the checking build, MOSAIC_VERIFY=1) finishes the sweep first.
+    omit "the heap check after each GC finishes the lazy sweep" if GC::OPTS.include?("MOSAIC_CHECK") || GC.config[:verify_after_gc]
+    assert_gc_script(<<~'RUBY')
+      keep = Array.new(200_000) { |i| i.to_s }
+      GC.start(immediate_sweep: false)
+      assert_equal :sweeping, GC.latest_gc_info(:state)
+      assert_equal :sweeping, GC.latest_gc_info[:state]
+      GC.start
+      assert_equal :none, GC.latest_gc_info(:state)
+      assert_equal 200_000, keep.size
+    RUBY
+  end
+
+  # Mosaic's time keys (docs/DESIGN.md section 7): every stay inside the collector adds its wall
+  # time and the collecting thread's CPU time (ms), and each pause raises its kind's maximum
+  # (us). They never decrease; they grow with GC work and only with it; GC.stat(:time), the
+  # marking and sweeping wall time, is part of the wall time.
+  MOSAIC_TIME_KEYS = %i[mosaic_gc_wall_time mosaic_gc_cpu_time mosaic_pause_max_minor_us mosaic_pause_max_major_us].freeze
+
+  def test_gc_cpu_and_wall_time
+    omit "Mosaic's own GC.stat keys" unless mosaic?
+    assert_gc_script(<<~RUBY)
+      keys = #{MOSAIC_TIME_KEYS.inspect}
+      keys.each { |k| assert_kind_of Integer, GC.stat(k), k.to_s }
+      GC.start
+      tree = Array.new(300_000) { |i| [i.to_s, { i => i }] }  # a heap a full mark takes a while over
+      before = GC.stat
+      5.times { GC.start }
+      200_000.times { |i| i.to_s }                            # minor GCs too
+      after = GC.stat
+      keys.each { |k| assert_operator after[k], :>=, before[k], k.to_s }
+      assert_operator after[:mosaic_gc_cpu_time], :>, before[:mosaic_gc_cpu_time], "CPU time grows with GC work"
+      assert_operator after[:mosaic_gc_wall_time], :>, before[:mosaic_gc_wall_time]
+      assert_operator after[:mosaic_pause_max_major_us], :>, 0
+      assert_operator after[:mosaic_pause_max_minor_us], :>, 0
+      assert_operator after[:time], :<=, after[:mosaic_gc_wall_time]
+      assert_operator after[:mosaic_pause_max_major_us], :<=, (after[:mosaic_gc_wall_time] + 1) * 1000
+
+      # No stay in the collector, no time.
+      GC.start
+      GC.disable
+      s1 = GC.stat
+      100_000.times { |i| i.to_s }
+      s2 = GC.stat
+      GC.enable
+      keys.each { |k| assert_equal s1[k], s2[k], k.to_s }
+
+      # GC.measure_total_time = false stops them, as it stops :time.
+      GC.measure_total_time = false
+      s1 = GC.stat
+      3.times { GC.start }
+      s2 = GC.stat
+      GC.measure_total_time = true
+      keys.each { |k| assert_equal s1[k], s2[k], k.to_s }
+      assert_equal 300_000, tree.size
+    RUBY
+  end
+
   def test_gc_by_newobj_and_malloc
     assert_gc_script(<<~'RUBY')
       GC.start

@@ -95,6 +95,40 @@ class TestMosaicProcess < Test::Unit::TestCase
     RUBY
   end
 
+  # A forked child's live-data targets follow what it inherited (pace.c, mosaic_pace_after_fork):
+  # a parent whose latest major GC was long ago (here: its data was built with GC disabled)
+  # hands its child classes far above that major's targets, and before the fix the child's
+  # first GCs short of room were majors (1 of its first 2 here), marking and sweeping every page
+  # it shares with the parent. The default GC runs no major here either.
+  def test_forked_child_does_not_turn_major_for_what_it_inherited
+    omit "no fork" unless Process.respond_to?(:fork)
+    omit "the stress gate forces GCs in the child" if ENV["MOSAIC_STRESS_MINOR"]
+    assert_gc_script(<<~'RUBY', timeout: 300)
+      GC.start
+      GC.disable
+      keep = Array.new(300_000) { |i| "kept string #{i}" }
+      GC.enable
+      r, w = IO.pipe
+      pid = fork do
+        r.close
+        gcs, majors = GC.count, GC.stat(:major_gc_count)
+        more = []
+        more << "child string #{more.size}" while GC.count - gcs < 2
+        w.write("#{GC.count - gcs} #{GC.stat(:major_gc_count) - majors} #{more.size}")
+        w.close
+        exit!(0)
+      end
+      w.close
+      gcs, majors, kept = r.read.split.map { Integer(_1) }
+      _, status = Process.wait2(pid)
+      assert_predicate status, :success?
+      assert_equal 2, gcs
+      assert_operator kept, :>, 10_000, "the child's GCs came from its own allocation"
+      assert_equal 0, majors, "the child's first GCs were minor"
+      assert_equal "kept string 299999", keep.last
+    RUBY
+  end
+
   def test_threads_allocating_at_once
     assert_gc_script(<<~'RUBY', timeout: 300)
       results = 4.times.map do |t|

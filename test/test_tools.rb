@@ -2,6 +2,7 @@ require_relative "helper"
 require "fileutils"
 require "open3"
 require "rbconfig"
+require "tmpdir"
 
 # The tools operators run on production GCs, used as a new user would: installed from the
 # gem registry into this test run's own GEM_HOME (build/test-gems, reused while present).
@@ -70,6 +71,32 @@ class TestMosaicTools < Test::Unit::TestCase
       # Each row carries GC.stat's count as the GC saw it.
       counts = lines.select { |l| l.first == "start" }.map { |l| Integer(l[header.index("count")]) }
       assert_equal counts.sort, counts
+    RUBY
+  end
+
+  # GC.latest_gc_info(:state) inside the GC's event hooks is the default GC's: :none at
+  # GC_START, :marking at GC_END_MARK, :sweeping at GC_END_SWEEP (gc_tracer logs it with each
+  # event). Mosaic used to answer :none at the last two.
+  def test_gc_tracer_state_at_each_event
+    Dir.mktmpdir("mosaic-gc-tracer") { |dir| gc_tracer_state_at_each_event(File.join(dir, "log.txt")) }
+  end
+
+  def gc_tracer_state_at_each_event(log)
+    assert_tool_script(<<~RUBY)
+      require "gc_tracer"
+      GC.start
+      GC::Tracer.start_logging(#{log.dump}, events: %i[start end_mark end_sweep], gc_stat: false,
+                               gc_latest_gc_info: true, rusage: false) do
+        a = []
+        300_000.times { a << "x" * 10; a = [] if a.size > 50_000 }
+        GC.start
+        GC.start(full_mark: false)
+      end
+      lines = File.readlines(#{log.dump}).map { |l| l.chomp.split("\t") }
+      header = lines.shift
+      type, state = header.index("type"), header.index("state")
+      by_event = lines.group_by { |l| l[type] }.transform_values { |ls| ls.map { |l| l[state] }.uniq }
+      assert_equal({ "start" => ["none"], "end_mark" => ["marking"], "end_sweep" => ["sweeping"] }, by_event)
     RUBY
   end
 

@@ -1,4 +1,8 @@
 require_relative "helper"
+require "rbconfig"
+require "tmpdir"
+require "open3"
+require "fileutils"
 
 # Weak references are cleared when their referent dies, and only then.
 class TestMosaicWeak < Test::Unit::TestCase
@@ -89,5 +93,55 @@ class TestMosaicWeak < Test::Unit::TestCase
       assert_operator m.inspect[/size=(\d+)/, 1].to_i, :<, 1000
       junk.clear
     RUBY
+  end
+
+  # rb_gc_remove_weak during a mark phase (what a WeakMap delete between incremental-marking
+  # steps does) drops *every* registration of the slot, so the end of marking never writes
+  # Qundef into memory the caller reused or freed; it finds the slot through an index
+  # (weak_index.c), not a scan of the list. Driven by test/ext/mosaic_weak_probe.c, whose dmark
+  # registers slots (even ones twice: a parent traced twice), removes the even ones and puts
+  # the word of a dead object there. The scan this replaced dropped only the first
+  # registration: the second one then cleared the reused slot.
+  def test_remove_weak_during_marking_drops_every_registration
+    omit "Mosaic honours remove_weak during any mark phase; the default GC only while incremental" unless mosaic?
+    ext = self.class.weak_probe_ext
+    assert_gc_script(<<~RUBY, timeout: 300)
+      require #{ext.dump}
+      n = 2_000
+      GC.start
+      GC.disable
+      probe = MosaicWeakProbe.new(n)
+      [1, 2, 3].each do |dups|
+        fill = ->(i) { probe.set(i, Object.new); probe.foreign(i, Object.new) if i.even? }
+        n.times(&fill)
+        probe.arm(dups)
+        GC.start                       # runs while disabled (a method call)
+        n.times do |i|
+          next unless i.even?
+          assert_equal probe.foreign_raw(i), probe.raw(i), "even slot \#{i} (registered \#{dups}x, removed) was written"
+        end
+        cleared = (0...n).count { |i| i.odd? && probe.undef?(i) }
+        assert_operator cleared, :>=, n / 4, "dead referents of the slots left registered are cleared"
+        probe = MosaicWeakProbe.new(n)
+      end
+      GC.enable
+      GC.verify_internal_consistency
+    RUBY
+  end
+
+  # Builds test/ext/mosaic_weak_probe.c with this Ruby (under the default GC: the build is not
+  # what is tested), once per test run; returns the .so path.
+  def self.weak_probe_ext
+    @weak_probe_ext ||= begin
+      dir = Dir.mktmpdir("mosaic-weak-probe")
+      at_exit { FileUtils.rm_rf(dir) }
+      FileUtils.cp(File.expand_path("ext/mosaic_weak_probe.c", __dir__), dir)
+      env = { "RUBY_GC_LIBRARY" => "default", "RUBYOPT" => nil }
+      out, st = Open3.capture2e(env, RbConfig.ruby, "-rmkmf", "-e", '$CFLAGS << " -Werror=implicit-function-declaration"; create_makefile("mosaic_weak_probe")', chdir: dir)
+      out2, st2 = Open3.capture2e(env, "make", chdir: dir) if st.success?
+      so = File.join(dir, "mosaic_weak_probe.so")
+      raise "building test/ext/mosaic_weak_probe.c failed:\n#{out}#{out2}" unless st.success? && st2&.success? && File.file?(so)
+      so
+    end
   end
 end

@@ -13,6 +13,10 @@
 #   mallinfo2                   glibc's mallinfo2() (10 size_t fields, bytes), only when the allocator
 #                               is glibc on x86_64 (the struct is returned through a hidden pointer,
 #                               which is the first argument on x86_64 only); null otherwise
+#   pauses                      when $MOSAIC_BENCH_PAUSES names bench/lib/pauses.c built (run.rb builds
+#                               it): every stay in the GC timed from the GC_ENTER/GC_EXIT hooks, the
+#                               same way under every GC: minor/major pause count, p50, p99, max, sum
+#                               (ms), GC wall and GC CPU time (ms). Loaded here, before the workload.
 #   probe_ms                    time spent here; probe_errors: what failed here, if anything
 #
 # Order matters: RSS and GC.stat are read first, before Fiddle is loaded, so the probe's own work
@@ -23,6 +27,12 @@ if ENV["MOSAIC_BENCH_PROBE"]
   module MosaicBenchProbe
     OUT = ENV["MOSAIC_BENCH_PROBE"]
     PID = Process.pid
+    PAUSES_ERROR = begin
+      require ENV["MOSAIC_BENCH_PAUSES"] if ENV["MOSAIC_BENCH_PAUSES"]
+      nil
+    rescue LoadError, StandardError => e
+      "pauses: #{e.class}: #{e.message}"
+    end
     MALLINFO2_FIELDS = %w[arena ordblks smblks hblks hblkhd usmblks fsmblks uordblks fordblks keepcost].freeze
 
     module_function
@@ -131,6 +141,12 @@ if ENV["MOSAIC_BENCH_PROBE"]
         r["mosaic_stats"] = s.select { |k, _| k.to_s.start_with?("mosaic_") }
       rescue StandardError => e
         errors << "GC.stat: #{e.class}: #{e.message}"
+      end
+      errors << PAUSES_ERROR if PAUSES_ERROR
+      begin
+        r["pauses"] = ::MosaicBenchPauses.result if defined?(::MosaicBenchPauses)
+      rescue StandardError => e
+        errors << "pauses: #{e.class}: #{e.message}"
       end
       allocator(r, errors)
       mallinfo2(r, errors)
