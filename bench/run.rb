@@ -60,6 +60,8 @@ BENCHMARKS = [
                 about: "fork-share with Process.warmup in the parent before fork"),
   Benchmark.new(name: "prefork", script: "prefork.rb",
                 about: "Rails app booted, Process.warmup, 4 forked workers serving requests (private kB, total PSS)"),
+  Benchmark.new(name: "compact-burst", script: "compact_burst.rb",
+                about: "GC.compact on a heap fragmented by a burst (1M mixed objects, 90% dropped; pages freed, ms)"),
   Benchmark.new(name: "pauses-rdoc", script: "rdoc.rb", args: ["--quick", "--pauses"], timing: false,
                 about: "GC pause distribution (GC::Profiler) during RDoc over the subset"),
   Benchmark.new(name: "pauses-rails", script: "rails.rb", args: ["--pauses"], timing: false,

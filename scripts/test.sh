@@ -9,15 +9,19 @@
 #   5. ruby/spec under default and mosaic: no failure default lacks -- scripts/test-spec.sh;
 #   6. the differential stress tester: regression scripts and a fixed budget of random seeds,
 #      same output under default, mosaic and the checking build -- scripts/difftest.sh;
-#   7. the stress gate: Mosaic's suite and the GC-critical test-all files on the checking build
+#   7. the compaction gate: the GC-critical test-all files (test/gates.txt) under mosaic with
+#      GC.auto_compact = true from the start of every Ruby (test/auto_compact_on.rb), less the
+#      reviewed exclusions of test/excludes/compact;
+#   8. the stress gate: Mosaic's suite and the GC-critical test-all files on the checking build
 #      with a collection forced every 1000 allocations -- scripts/stress-gate.sh.
 # Prints one line per gate and a closing "N passed, N failed" line; exits non-zero on failure.
-# MOSAIC_GATES chooses gates (default "unit btest testall-full spec diff stress"; "testall" is
+# MOSAIC_GATES chooses gates (default "unit btest testall-full spec diff compact stress"; "testall" is
 # the GC-critical test-all files under default and mosaic, a quicker subset of testall-full);
-# MOSAIC_GCS="default mosaic" the GCs for the unit, btest and testall gates.
+# MOSAIC_GCS="default mosaic" the GCs for the unit, btest and testall gates; MOSAIC_COMPACT_GC
+# (mosaic) the library of the compact gate.
 source "$(dirname "$0")/lib.sh"
 set +e
-GATES=${MOSAIC_GATES:-"unit btest testall-full spec diff stress"}
+GATES=${MOSAIC_GATES:-"unit btest testall-full spec diff compact stress"}
 GCS=${MOSAIC_GCS:-"default mosaic"}
 LOGS=${MOSAIC_LOG_DIR:-$MOSAIC_ROOT/build/test-logs}
 mkdir -p "$LOGS"
@@ -72,6 +76,27 @@ if [[ " $GATES " == *" testall "* ]]; then
     if [ -z "$extra" ]; then pass "GC-critical test-all under $gc: $sum; no failure that default lacks ($(( $(now)-t ))s)"
     else fail "GC-critical test-all under $gc: $sum; failures default does not show (log $log)" "$extra"; fi
   done
+fi
+
+# The compaction gate: the GC-critical test-all files under mosaic with GC.auto_compact = true in
+# every Ruby of the run (RUBYOPT=-r test/auto_compact_on.rb; children inherit RUBYOPT), so every
+# major GC compacts; test/excludes/compact lists, reviewed, the tests that assert what
+# auto-compaction changes by design, each with how the default GC fares with it on.
+if [[ " $GATES " == *" compact "* ]]; then
+  tests=$(grep -v '^#' "$MOSAIC_ROOT/test/gates.txt" | grep . | tr '\n' ' ')
+  gc=${MOSAIC_COMPACT_GC:-mosaic}
+  log=$LOGS/compact-$gc.log; t=$(now)
+  # RUBYOPT on make's command line too: CRuby's common.mk sets RUBYOPT = - for its children.
+  opt="-r$MOSAIC_ROOT/test/auto_compact_on.rb"
+  (cd "$MOSAIC_RUBY_SRC" && RUBYOPT="$opt" RUBY_GC_LIBRARY=$gc make test-all RUBYOPT="$opt" TESTS="$tests" \
+    TESTOPTS="-j2 -q --excludes-dir=$MOSAIC_ROOT/test/excludes/mosaic:$MOSAIC_ROOT/test/excludes/compact") >"$log" 2>&1
+  rc=$?; sum=$(testall_summary "$log")
+  if [ $rc = 0 ] && [ -n "$sum" ] && grep -q "+GC\[$gc\]" "$log" && ! grep -q '\[BUG\]' "$log"; then
+    pass "GC-critical test-all under $gc with GC.auto_compact = true: $sum ($(( $(now)-t ))s)"
+  else
+    fail "GC-critical test-all under $gc with GC.auto_compact = true: ${sum:-no summary} (log $log)" \
+      "$(grep -a -E '^ +[0-9]+\) (Failure|Error|Timeout):' -A3 "$log" | head -40; grep -a '\[BUG\]' "$log" | head -5)"
+  fi
 fi
 
 # Gates that are scripts of their own: each prints its own lines and exits 0 or 1.

@@ -11,8 +11,12 @@
  *   6. prepare the sweep: every page before_sweep. Sweep now if immediate (asked for, stress,
  *      compaction, or a heap walk is running), else lazily as allocation needs pages;
  *      GC_END_SWEEP when the last page is swept.
+ *   4b. a major GC under the fragmentation policy (MOSAIC_AUTO_COMPACT=fragmentation) measures
+ *      each class from the mark bits and may choose classes to compact (compact.c); then it
+ *      sweeps at once.
  *   6b. compact (compact.c), only after a full mark and a complete sweep: GC.compact,
- *      verify_compaction_references, or any major GC while GC.auto_compact is on.
+ *      verify_compaction_references, any major GC while GC.auto_compact is on (or
+ *      MOSAIC_AUTO_COMPACT=always), or the classes step 4b chose.
  *   7. leave: trace line and peak snapshot (memory.c), GC_EXIT event, clear during_gc,
  *      release the lock; schedule finalizers.
  * Pages that sat in the empty-page pool through the whole previous cycle are released at
@@ -144,9 +148,20 @@ mosaic_collect(mosaic_objspace_t *objspace, unsigned int reason)
     /* Compaction needs the pins of a full mark and a swept heap (compact.c). GC.auto_compact
      * does not compact a collection run from inside malloc: its caller may be resizing an st
      * table keyed by address (CRuby's generic ivar table) that moving would edit. */
-    bool compact = full && objspace->heap_walk_depth == 0 &&
-        (objspace->compact_next || (objspace->auto_compact && !(reason & MOSAIC_REASON_INSIDE_MALLOC)));
-    if (compact) reason |= MOSAIC_REASON_IMMEDIATE_SWEEP;
+    bool may_compact = full && objspace->heap_walk_depth == 0;
+    bool auto_ok = may_compact && !(reason & MOSAIC_REASON_INSIDE_MALLOC);
+    int policy = objspace->params.auto_compact_policy;
+    bool compact = may_compact && (objspace->compact_next || (auto_ok && (objspace->auto_compact || policy == MOSAIC_AUTO_COMPACT_ALWAYS)));
+    if (compact) {
+        /* Compaction sweeps at once; latest_gc_info(:immediate_sweep) still says what the cycle
+         * was asked, as the default GC does under GC.auto_compact (test_start_immediate_sweep). */
+        objspace->compact_trigger = objspace->compact_next ? MOSAIC_COMPACT_BY_METHOD
+            : objspace->auto_compact ? MOSAIC_COMPACT_BY_AUTO_COMPACT : MOSAIC_COMPACT_BY_ALWAYS;
+    }
+    /* Otherwise the fragmentation policy decides after the mark, from the mark bits. */
+    bool by_fragmentation = !compact && auto_ok && policy == MOSAIC_AUTO_COMPACT_FRAGMENTATION &&
+        /* GC.start(immediate_sweep: false) asked for a lazy sweep: the policy leaves it so. */
+        !((reason & MOSAIC_REASON_METHOD) && !(reason & MOSAIC_REASON_IMMEDIATE_SWEEP));
 
     if (full) {
         reason |= MOSAIC_REASON_FULL_MARK;
@@ -187,18 +202,29 @@ mosaic_collect(mosaic_objspace_t *objspace, unsigned int reason)
     objspace->gc_state = MOSAIC_STATE_MARKING;
 
     /* 4. Mark. */
-    uint64_t mark_start = measure ? mosaic_now_ns() : 0;
+    uint64_t mark_start = measure || by_fragmentation ? mosaic_now_ns() : 0;
     mosaic_mark_phase(objspace, full);
-    if (measure) objspace->stats.marking_time_ns += mosaic_now_ns() - mark_start;
+    uint64_t mark_ns = mark_start ? mosaic_now_ns() - mark_start : 0;
+    if (measure) objspace->stats.marking_time_ns += mark_ns;
     rb_gc_event_hook(0, RUBY_INTERNAL_EVENT_GC_END_MARK);
     objspace->gc_state = MOSAIC_STATE_SWEEPING;
+
+    /* 4b. The fragmentation policy (compact.c): compact the classes a packing would free
+     *     pages of, with a move budget derived from this mark's time. */
+    if (by_fragmentation) {
+        objspace->compact_mark_ns = mark_ns;
+        if (mosaic_compact_select(objspace)) {
+            compact = true;
+            objspace->compact_trigger = MOSAIC_COMPACT_BY_FRAGMENTATION;
+        }
+    }
 
     /* 5. Pace. */
     mosaic_pace_after_mark(objspace);
 
     /* 6. Sweep. */
     mosaic_sweep_prepare(objspace);
-    if (reason & MOSAIC_REASON_IMMEDIATE_SWEEP) {
+    if ((reason & MOSAIC_REASON_IMMEDIATE_SWEEP) || compact) {
         uint64_t t = measure ? mosaic_now_ns() : 0;
         mosaic_sweep_rest(objspace);
         if (measure) objspace->stats.sweeping_time_ns += mosaic_now_ns() - t;

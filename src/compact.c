@@ -223,6 +223,7 @@ plan_measure(mosaic_objspace_t *objspace, struct class_plan *plan, int h)
 {
     struct mosaic_heap *heap = &objspace->heaps[h];
     memset(plan, 0, sizeof(*plan));
+    if (!(objspace->compact_classes & (1u << h))) return;   /* not chosen by the policy */
     if (heap->page_count == 0 || !(plan->order = malloc(heap->page_count * sizeof(*plan->order)))) return;
     plan->n = heap->page_count;
     for (size_t j = 0; j < plan->n; j++) {
@@ -326,9 +327,10 @@ take_free_slot(struct class_plan *plan)
  * twice: objects only arrive on kept pages, where they are bound for the class they arrive in,
  * and only objects bound elsewhere leave a kept page. */
 static void
-move_page(mosaic_objspace_t *objspace, struct class_plan *plans, int h, struct mosaic_page *page, bool emptying)
+move_page(mosaic_objspace_t *objspace, struct class_plan *plans, int h, struct mosaic_page *page, bool emptying,
+          size_t *budget)
 {
-    for (size_t i = 0; i < page->total_slots; i++) {
+    for (size_t i = 0; i < page->total_slots && *budget > 0; i++) {
         VALUE obj = (VALUE)(page->start + i * page->slot_size);
         if (RBASIC(obj)->flags == 0) continue;
         if (!movable_p(page, i, obj)) continue;
@@ -349,6 +351,7 @@ move_page(mosaic_objspace_t *objspace, struct class_plan *plans, int h, struct m
         }
         move_object(objspace, obj, dest);
         if (shape) rb_gc_set_shape(dest, shape);
+        (*budget)--;
 
         objspace->compact_moved[type]++;
         plans[h].touched = plans[to].touched = true;
@@ -459,6 +462,135 @@ free_forwarding_slots(mosaic_objspace_t *objspace, struct mosaic_heap *heap)
     mosaic_heap_requeue_free_pages(heap);
 }
 
+/* ============================================ the fragmentation policy */
+
+/* A class is compacted by the policy only if at least this many of its pages would empty:
+ * fewer do not pay for the reference-update pass every compaction makes over the whole heap. */
+#define MOSAIC_COMPACT_MIN_FREEABLE 2
+/* The move budget is never below this many objects, so a short mark still frees pages. */
+#define MOSAIC_COMPACT_MIN_MOVES 2048
+/* A class whose compaction emptied no page is skipped for 1, 2, 4, ... up to this many majors. */
+#define MOSAIC_COMPACT_MAX_BACKOFF 32
+/* The cost of one move before any was measured, ns (the order of what a release build measures:
+ * DESIGN 5b). */
+#define MOSAIC_COMPACT_MOVE_NS_GUESS 150.0
+
+/* Measures every class from the mark bits of a major GC (before or after its sweep: the marked
+ * slots are the live objects either way) and the zombies: its occupied pages (holding a live
+ * object or a zombie), how full they are (occupancy = used / (occupied * slots per page)), and
+ * how many of them would empty if its objects were packed (freeable = occupied - needed, where
+ * needed = max(ceil(used / slots per page), pages with a pinned object)). Pins are complete
+ * after a full mark only, so this is meaningful only then. */
+static void
+measure_classes(mosaic_objspace_t *objspace)
+{
+    for (int h = 0; h < MOSAIC_HEAP_COUNT; h++) {
+        struct mosaic_heap *heap = &objspace->heaps[h];
+        size_t occupied = 0, fixed = 0, used = 0;
+        for (size_t j = 0; j < heap->page_count; j++) {
+            struct mosaic_page *page = heap->pages[j];
+            size_t marked = 0;
+            bool pinned = false;
+            for (size_t w = 0; w < MOSAIC_BITMAP_WORDS; w++) {
+                marked += (size_t)__builtin_popcountll(page->mark_bits[w]);
+                pinned |= page->pinned_bits[w] != 0;
+            }
+            size_t u = marked + page->final_slots;
+            if (u == 0) continue;
+            occupied++;
+            used += u;
+            if (pinned || page->final_slots) fixed++;   /* zombies never move either */
+        }
+        size_t needed = (used + heap->slots_per_page - 1) / heap->slots_per_page;
+        if (fixed > needed) needed = fixed;
+        /* What the class keeps after a major GC anyway (pace.c: max(init, live / (1 -
+         * free_slots_max_ratio)) slots): free slots within that are room the next cycle
+         * allocates into, not pages to give back. */
+        const struct mosaic_params *params = &objspace->params;
+        if (params->free_slots_max_ratio < 1.0) {
+            size_t keep = mosaic_scale(used, 1.0 / (1.0 - params->free_slots_max_ratio));
+            if (keep < params->heap_init_slots[h]) keep = params->heap_init_slots[h];
+            size_t keep_pages = (keep + heap->slots_per_page - 1) / heap->slots_per_page;
+            if (keep_pages > needed) needed = keep_pages;
+        }
+        objspace->compact_freeable[h] = occupied > needed ? occupied - needed : 0;
+        objspace->compact_occupancy[h] = occupied ? (double)used / ((double)occupied * (double)heap->slots_per_page) : 1.0;
+        objspace->compact_freed[h] = 0;
+    }
+}
+
+/* The fragmentation policy, after the full mark of a major GC (collect.c): chooses the classes
+ * to compact, those whose occupied pages are at most params.compact_occupancy full and of
+ * which at least MOSAIC_COMPACT_MIN_FREEABLE pages would empty (measure_classes), less those
+ * backing off after a fruitless compaction; and the move budget, the pause bound:
+ *     budget = max(MOSAIC_COMPACT_MIN_MOVES, compact_pause_fraction * mark_ns / move_ns)
+ * where mark_ns is this cycle's mark time and move_ns the measured cost of one move. Returns
+ * whether any class was chosen (then the caller sweeps at once and compacts). */
+bool
+mosaic_compact_select(mosaic_objspace_t *objspace)
+{
+    measure_classes(objspace);
+    unsigned int classes = 0;
+    for (int h = 0; h < MOSAIC_HEAP_COUNT; h++) {
+        if (objspace->compact_skip[h] > 0) {
+            objspace->compact_skip[h]--;
+            continue;
+        }
+        if (objspace->compact_freeable[h] >= MOSAIC_COMPACT_MIN_FREEABLE &&
+            objspace->compact_occupancy[h] <= objspace->params.compact_occupancy) {
+            classes |= 1u << h;
+        }
+    }
+    if (!classes) return false;
+    double move_ns = objspace->compact_move_ns > 0 ? objspace->compact_move_ns : MOSAIC_COMPACT_MOVE_NS_GUESS;
+    double budget = objspace->params.compact_pause_fraction * (double)objspace->compact_mark_ns / move_ns;
+    objspace->compact_classes = classes;
+    objspace->compact_budget = budget < MOSAIC_COMPACT_MIN_MOVES ? MOSAIC_COMPACT_MIN_MOVES
+        : budget >= (double)MOSAIC_SIZE_MAX ? MOSAIC_SIZE_MAX : (size_t)budget;
+    return true;
+}
+
+struct empty_order {
+    int h;
+    struct mosaic_page *page;
+    double fill;                     /* used / total_slots */
+};
+
+static int
+order_sparsest(const void *a, const void *b)
+{
+    const struct empty_order *x = a, *y = b;
+    return x->fill < y->fill ? -1 : x->fill > y->fill ? 1 : 0;
+}
+
+/* Bounded emptying (the fragmentation policy): the pages to empty of every chosen class,
+ * sparsest first across classes (the fewest moves per page freed), at most the class's
+ * freeable pages (what it keeps anyway stays), until the budget is spent. */
+static void
+empty_pages_bounded(mosaic_objspace_t *objspace, struct class_plan *plans, size_t *budget)
+{
+    size_t n = 0;
+    for (int h = 0; h < MOSAIC_HEAP_COUNT; h++) n += plans[h].n - plans[h].keep;
+    struct empty_order *order = n ? malloc(n * sizeof(*order)) : NULL;
+    if (!order) return;              /* compaction is optional */
+    size_t k = 0;
+    for (int h = 0; h < MOSAIC_HEAP_COUNT; h++) {
+        for (size_t j = plans[h].keep; j < plans[h].n; j++) {
+            struct page_fill *f = &plans[h].order[j];
+            order[k++] = (struct empty_order){ h, f->page, (double)f->used / f->page->total_slots };
+        }
+    }
+    qsort(order, n, sizeof(*order), order_sparsest);
+    size_t left[MOSAIC_HEAP_MAX];   /* pages each class may still empty: what it measured */
+    for (int h = 0; h < MOSAIC_HEAP_COUNT; h++) left[h] = objspace->compact_freeable[h];
+    for (size_t i = 0; i < n && *budget > 0; i++) {
+        if (left[order[i].h] == 0) continue;
+        left[order[i].h]--;
+        move_page(objspace, plans, order[i].h, order[i].page, true, budget);
+    }
+    free(order);
+}
+
 /* Compacts the heap. Inside a major collection (world stopped, during_gc), after its
  * complete sweep; no cache holds a slot. Planned first, then moved:
  *  1. every class's pages are measured and ordered, the quotas between classes set
@@ -469,6 +601,10 @@ free_forwarding_slots(mosaic_objspace_t *objspace, struct mosaic_heap *heap)
  *     before it, as far as their free slots allow: only while nothing arrived on it, that is
  *     while the class's front finger has not reached it, and with every such page closed to
  *     arrivals first. So no object moves twice.
+ * Under the fragmentation policy (compact_trigger), only the chosen classes take part (as
+ * sources and destinations), at most compact_budget objects move, the pages to empty are taken
+ * sparsest first across those classes, at most each class's freeable pages, and objects on kept
+ * pages and meeting pages stay (moving them frees no page the class does not keep anyway).
  * *Why planned* (the default GC advances every class's cursors a page at a time): a small
  * class's cursors met after a few rounds, and the objects bound for it from a large class
  * stayed where they were (hashes whose table became an st_table: 77 of 5000 moved down in a
@@ -479,6 +615,15 @@ mosaic_compact(mosaic_objspace_t *objspace)
     MOSAIC_ASSERT(objspace->during_gc && !objspace->lazy_sweeping);
     if (objspace->heap_walk_depth > 0) return;
 
+    bool bounded = objspace->compact_trigger == MOSAIC_COMPACT_BY_FRAGMENTATION;
+    if (!bounded) {
+        measure_classes(objspace);   /* for GC.latest_compact_info */
+        objspace->compact_classes = (1u << MOSAIC_HEAP_COUNT) - 1;
+        objspace->compact_budget = SIZE_MAX;
+    }
+    else {
+        objspace->stats.fragmentation_compact_count++;
+    }
     memset(objspace->compact_considered, 0, sizeof(objspace->compact_considered));
     memset(objspace->compact_moved, 0, sizeof(objspace->compact_moved));
     memset(objspace->compact_moved_up, 0, sizeof(objspace->compact_moved_up));
@@ -487,35 +632,68 @@ mosaic_compact(mosaic_objspace_t *objspace)
     objspace->compacting = true;
 
     if (objspace->compact_expand) expand_heaps(objspace);
+    size_t pages_before[MOSAIC_HEAP_MAX];
+    for (int h = 0; h < MOSAIC_HEAP_COUNT; h++) pages_before[h] = objspace->heaps[h].page_count;
     struct class_plan plans[MOSAIC_HEAP_MAX];
     for (int h = 0; h < MOSAIC_HEAP_COUNT; h++) plan_measure(objspace, &plans[h], h);
     plan_quotas(plans);
     for (int h = 0; h < MOSAIC_HEAP_COUNT; h++) plan_keep(&plans[h]);
 
-    for (int h = 0; h < MOSAIC_HEAP_COUNT; h++) {
-        for (size_t j = plans[h].n; j-- > plans[h].keep;) move_page(objspace, plans, h, plans[h].order[j].page, true);
+    size_t budget = objspace->compact_budget;
+    uint64_t move_start = mosaic_now_ns();
+    if (bounded) {
+        empty_pages_bounded(objspace, plans, &budget);
     }
-    for (int h = 0; h < MOSAIC_HEAP_COUNT; h++) {
-        for (size_t j = 0; j < plans[h].keep; j++) move_page(objspace, plans, h, plans[h].order[j].page, false);
+    else {
+        for (int h = 0; h < MOSAIC_HEAP_COUNT; h++) {
+            for (size_t j = plans[h].n; j-- > plans[h].keep;) move_page(objspace, plans, h, plans[h].order[j].page, true, &budget);
+        }
+        for (int h = 0; h < MOSAIC_HEAP_COUNT; h++) {
+            for (size_t j = 0; j < plans[h].keep; j++) move_page(objspace, plans, h, plans[h].order[j].page, false, &budget);
+        }
     }
     bool meet[MOSAIC_HEAP_MAX];
     for (int h = 0; h < MOSAIC_HEAP_COUNT; h++) {
-        meet[h] = plans[h].keep >= 2 && plans[h].d < plans[h].keep - 1;
+        meet[h] = !bounded && plans[h].keep >= 2 && plans[h].d < plans[h].keep - 1;
         if (meet[h]) plans[h].keep--;
     }
     for (int h = 0; h < MOSAIC_HEAP_COUNT; h++) {
-        if (meet[h]) move_page(objspace, plans, h, plans[h].order[plans[h].keep].page, true);
+        if (meet[h]) move_page(objspace, plans, h, plans[h].order[plans[h].keep].page, true, &budget);
     }
     size_t total = 0;
     for (int t = 0; t <= RUBY_T_MASK; t++) total += objspace->compact_moved[t];
+    /* The measured cost of one move (moving average), from compactions that moved enough for
+     * the clock to resolve it. */
+    if (total >= 256) {
+        double ns = (double)(mosaic_now_ns() - move_start) / (double)total;
+        objspace->compact_move_ns = objspace->compact_move_ns > 0 ? 0.75 * objspace->compact_move_ns + 0.25 * ns : ns;
+    }
 
+    objspace->compact_update_ns = 0;
     if (total > 0) {
+        uint64_t t = mosaic_now_ns();
         update_references(objspace);
+        objspace->compact_update_ns = mosaic_now_ns() - t;
         objspace->verify_roots_due = true;   /* the next heap check looks at the roots too */
     }
     for (int h = 0; h < MOSAIC_HEAP_COUNT; h++) {
         if (plans[h].touched || objspace->compact_expand) free_forwarding_slots(objspace, &objspace->heaps[h]);
         free(plans[h].order);
+        size_t after = objspace->heaps[h].page_count;
+        objspace->compact_freed[h] = pages_before[h] > after ? pages_before[h] - after : 0;
+        objspace->stats.compact_freed_pages += objspace->compact_freed[h];
+        /* A class the policy compacted without emptying a page (pins, Symbols, zombies it
+         * could not see) is skipped for 1, 2, 4, ... majors. */
+        if (bounded && (objspace->compact_classes & (1u << h))) {
+            if (objspace->compact_freed[h] == 0) {
+                unsigned int b = objspace->compact_backoff[h];
+                b = b == 0 ? 1 : b * 2 > MOSAIC_COMPACT_MAX_BACKOFF ? MOSAIC_COMPACT_MAX_BACKOFF : b * 2;
+                objspace->compact_backoff[h] = objspace->compact_skip[h] = b;
+            }
+            else {
+                objspace->compact_backoff[h] = 0;
+            }
+        }
     }
 
     objspace->compacting = false;
@@ -565,6 +743,28 @@ latest_compact_info_m(VALUE self)
     rb_hash_aset(h, ID2SYM(rb_intern("moved")), counts_by_type(objspace->compact_moved));
     rb_hash_aset(h, ID2SYM(rb_intern("moved_up")), counts_by_type(objspace->compact_moved_up));
     rb_hash_aset(h, ID2SYM(rb_intern("moved_down")), counts_by_type(objspace->compact_moved_down));
+    if (objspace->stats.compact_count == 0) return h;
+
+    /* Mosaic's: why it ran, the move budget (nil: none), the measured cost of one move (moving
+     * average, ns) and of the reference-update pass (this compaction, ms), and per class that
+     * took part (by slot size) what the policy measured after the mark and the pages the
+     * compaction emptied. */
+    static const char *const triggers[] = { "method", "auto_compact", "always", "fragmentation" };
+    rb_hash_aset(h, ID2SYM(rb_intern("mosaic_trigger")), ID2SYM(rb_intern(triggers[objspace->compact_trigger])));
+    rb_hash_aset(h, ID2SYM(rb_intern("mosaic_move_budget")),
+                 objspace->compact_budget == SIZE_MAX ? Qnil : SIZET2NUM(objspace->compact_budget));
+    rb_hash_aset(h, ID2SYM(rb_intern("mosaic_move_ns")), DBL2NUM(objspace->compact_move_ns));
+    rb_hash_aset(h, ID2SYM(rb_intern("mosaic_update_ms")), DBL2NUM((double)objspace->compact_update_ns / 1e6));
+    VALUE classes = rb_hash_new();
+    for (int i = 0; i < MOSAIC_HEAP_COUNT; i++) {
+        if (!(objspace->compact_classes & (1u << i))) continue;
+        VALUE c = rb_hash_new();
+        rb_hash_aset(c, ID2SYM(rb_intern("occupancy")), DBL2NUM(objspace->compact_occupancy[i]));
+        rb_hash_aset(c, ID2SYM(rb_intern("freeable_pages")), SIZET2NUM(objspace->compact_freeable[i]));
+        rb_hash_aset(c, ID2SYM(rb_intern("freed_pages")), SIZET2NUM(objspace->compact_freed[i]));
+        rb_hash_aset(classes, SIZET2NUM(objspace->heaps[i].slot_size), c);
+    }
+    rb_hash_aset(h, ID2SYM(rb_intern("mosaic_classes")), classes);
     return h;
 }
 

@@ -33,6 +33,15 @@
  * |                                       |         | that compact (alloc.c)                    |
  * | MOSAIC_MEMORY_LIMIT                   | 0 (off) | soft limit on pages + malloc, e.g. 512M   |
  * |                                       |         | (pace.c); 0 or at least 1 MiB             |
+ * | MOSAIC_AUTO_COMPACT                   | off     | fragmentation: a major GC                 |
+ * |                                       |         | compacts the classes packing would free   |
+ * |                                       |         | pages of, bounded; always: every major    |
+ * |                                       |         | (compact.c; GC.auto_compact = true is     |
+ * |                                       |         | always, whatever this says)               |
+ * | MOSAIC_COMPACT_OCCUPANCY              | 0.5     | fragmentation: a class compacts when its  |
+ * |                                       |         | occupied pages are at most this full      |
+ * | MOSAIC_COMPACT_PAUSE_FRACTION         | 0.25    | fragmentation: objects moved per GC at    |
+ * |                                       |         | most this fraction of the mark time       |
  * | MOSAIC_TRACE                          | 0       | 1: one line per GC on stderr (memory.c)   |
  * | MOSAIC_MEMORY_REPORT                  | 0       | 1: memory breakdown at exit and at peak   |
  *
@@ -47,6 +56,13 @@
 #include <stdlib.h>
 
 #include "mosaic.h"
+
+/* The auto-compaction policy when MOSAIC_AUTO_COMPACT is not set: off, by benchmark (DESIGN 5b,
+ * "Deciding the default"). A benchmark variant may build with another:
+ * make variant NAME=x OPT='-O3 -g -DMOSAIC_CHECK=0 -DMOSAIC_AUTO_COMPACT_DEFAULT=MOSAIC_AUTO_COMPACT_FRAGMENTATION'. */
+#ifndef MOSAIC_AUTO_COMPACT_DEFAULT
+# define MOSAIC_AUTO_COMPACT_DEFAULT MOSAIC_AUTO_COMPACT_OFF
+#endif
 
 void
 mosaic_params_defaults(struct mosaic_params *params)
@@ -67,7 +83,12 @@ mosaic_params_defaults(struct mosaic_params *params)
     params->generational = true;
     params->oldobject_limit_factor = 2.0;
     params->wb_unprotected_limit_ratio = 0.01;
+    params->auto_compact_policy = MOSAIC_AUTO_COMPACT_DEFAULT;
+    params->compact_occupancy = 0.5;
+    params->compact_pause_fraction = 0.25;
 }
+
+static const char *const auto_compact_policies[] = { "off", "fragmentation", "always" };
 
 /* -w echoes accepted RUBY_GC_* values as the default GC does; Mosaic's own variables (debug
  * switches such as MOSAIC_STRESS_MINOR) stay quiet, so they can be set for a whole test run. */
@@ -180,6 +201,21 @@ mosaic_params_from_env(struct mosaic_params *params)
         else fprintf(stderr, "[mosaic] MOSAIC_STRESS_COMPACT is ignored: it needs the checking build (make CHECK=1)\n");
     }
 
+    const char *policy = getenv("MOSAIC_AUTO_COMPACT");
+    if (policy && *policy) {
+        int found = -1;
+        for (int i = 0; i < 3; i++) if (strcmp(policy, auto_compact_policies[i]) == 0) found = i;
+        if (found < 0) {
+            fprintf(stderr, "[mosaic] invalid value for MOSAIC_AUTO_COMPACT: %s (off, fragmentation or always; keeping %s)\n",
+                    policy, auto_compact_policies[params->auto_compact_policy]);
+        }
+        else {
+            params->auto_compact_policy = found;
+        }
+    }
+    env_double("MOSAIC_COMPACT_OCCUPANCY", &params->compact_occupancy, 0.0, 1.0, true);
+    env_double("MOSAIC_COMPACT_PAUSE_FRACTION", &params->compact_pause_fraction, 0.0, 0.0, true);
+
     size_t limit = params->memory_limit;
     if (getenv("MOSAIC_MEMORY_LIMIT") && strcmp(getenv("MOSAIC_MEMORY_LIMIT"), "0") == 0) params->memory_limit = 0;
     else if (env_size("MOSAIC_MEMORY_LIMIT", &limit, (size_t)1 << 20)) params->memory_limit = limit;
@@ -219,6 +255,9 @@ mosaic_config_get(mosaic_objspace_t *objspace)
     rb_hash_aset(hash, SYM("generational"), RBOOL(objspace->params.generational));
     rb_hash_aset(hash, SYM("oldobject_limit_factor"), DBL2NUM(p->oldobject_limit_factor));
     rb_hash_aset(hash, SYM("memory_limit"), p->memory_limit ? SIZET2NUM(p->memory_limit) : Qnil);
+    rb_hash_aset(hash, SYM("auto_compact_policy"), SYM(auto_compact_policies[p->auto_compact_policy]));
+    rb_hash_aset(hash, SYM("compact_occupancy"), DBL2NUM(p->compact_occupancy));
+    rb_hash_aset(hash, SYM("compact_pause_fraction"), DBL2NUM(p->compact_pause_fraction));
     return hash;
 }
 
@@ -305,6 +344,26 @@ config_set_i(VALUE key, VALUE value, VALUE data)
             rb_raise(rb_eArgError, "GC.config: memory_limit must be nil, 0 or at least 1 MiB (1048576), got %zu", limit);
         }
         p->memory_limit = limit;
+    }
+    else if (id == rb_intern("auto_compact_policy")) {
+        /* :off, :fragmentation or :always (a String is taken too); anything else raises. */
+        VALUE name = SYMBOL_P(value) ? rb_sym2str(value) : RB_TYPE_P(value, T_STRING) ? value : Qnil;
+        int found = -1;
+        for (int i = 0; i < 3 && !NIL_P(name); i++) {
+            if (RSTRING_LEN(name) == (long)strlen(auto_compact_policies[i]) &&
+                memcmp(RSTRING_PTR(name), auto_compact_policies[i], RSTRING_LEN(name)) == 0) found = i;
+        }
+        if (found < 0) {
+            rb_raise(rb_eArgError, "GC.config: auto_compact_policy must be :off, :fragmentation or :always, got %"PRIsVALUE,
+                     rb_inspect(value));
+        }
+        p->auto_compact_policy = found;
+    }
+    else if (id == rb_intern("compact_occupancy")) {
+        p->compact_occupancy = config_double(key, value, 0.0, true, 1.0);
+    }
+    else if (id == rb_intern("compact_pause_fraction")) {
+        p->compact_pause_fraction = config_double(key, value, 0.0, true, HUGE_VAL);
     }
     /* Unknown keys are ignored, as the default GC does; GC.config then reports them as nil. */
     return ST_CONTINUE;

@@ -279,6 +279,26 @@ struct mosaic_params {
     bool trace;                      /* MOSAIC_TRACE=1: one line per GC on stderr (memory.c) */
     bool memory_report;              /* MOSAIC_MEMORY_REPORT=1: breakdown at exit and at peak */
     size_t memory_limit;             /* MOSAIC_MEMORY_LIMIT / GC.config(memory_limit:); 0: none */
+    /* Auto-compaction policy (compact.c, DESIGN 5b): MOSAIC_AUTO_COMPACT / GC.config. */
+    int auto_compact_policy;         /* MOSAIC_AUTO_COMPACT_OFF / _FRAGMENTATION / _ALWAYS */
+    double compact_occupancy;        /* a class compacts when its occupied pages are at most this full */
+    double compact_pause_fraction;   /* move budget: this fraction of the mark time */
+};
+
+/* What a major GC does about compaction when GC.auto_compact is false (GC.auto_compact = true
+ * is ALWAYS). */
+enum mosaic_auto_compact_policy {
+    MOSAIC_AUTO_COMPACT_OFF,
+    MOSAIC_AUTO_COMPACT_FRAGMENTATION,
+    MOSAIC_AUTO_COMPACT_ALWAYS,
+};
+
+/* Why the latest compaction ran (GC.latest_compact_info[:mosaic_trigger]). */
+enum mosaic_compact_trigger {
+    MOSAIC_COMPACT_BY_METHOD,        /* GC.compact, verify_compaction_references, Process.warmup, stress */
+    MOSAIC_COMPACT_BY_AUTO_COMPACT,  /* GC.auto_compact = true: every major GC */
+    MOSAIC_COMPACT_BY_ALWAYS,        /* MOSAIC_AUTO_COMPACT=always: every major GC */
+    MOSAIC_COMPACT_BY_FRAGMENTATION, /* the fragmentation policy chose some classes */
 };
 
 /* Where the memory goes, in bytes (memory.c). One X-macro so that the struct, GC.stat's keys
@@ -339,6 +359,8 @@ struct mosaic_stats {
     uint64_t enter_wall_ns;          /* 0 when the current stay is not measured */
     uint64_t enter_cpu_ns;
     size_t total_moved_objects;      /* compact.c: objects ever moved */
+    size_t fragmentation_compact_count;  /* compact.c: compactions the fragmentation policy ran */
+    size_t compact_freed_pages;      /* compact.c: pages compactions emptied, ever */
 
     bool profiler_enabled;
     struct mosaic_profile_record *records;
@@ -408,6 +430,18 @@ typedef struct mosaic_objspace {
     size_t compact_moved[RUBY_T_MASK + 1];
     size_t compact_moved_up[RUBY_T_MASK + 1];    /* ... of which into a larger class */
     size_t compact_moved_down[RUBY_T_MASK + 1];  /* ... of which into a smaller class */
+    /* The fragmentation policy (compact.c, mosaic_compact_select) and the latest compaction. */
+    int compact_trigger;             /* enum mosaic_compact_trigger */
+    unsigned int compact_classes;    /* bit h: class h takes part (all for every trigger but fragmentation) */
+    size_t compact_budget;           /* most objects the compaction may move; SIZE_MAX: no bound */
+    uint64_t compact_mark_ns;        /* the mark time of the cycle the budget is derived from */
+    double compact_move_ns;          /* measured cost of one move, ns (moving average) */
+    uint64_t compact_update_ns;      /* the latest compaction's reference-update pass, ns */
+    double compact_occupancy[MOSAIC_HEAP_MAX];     /* per class, as measured after the mark */
+    size_t compact_freeable[MOSAIC_HEAP_MAX];      /* per class: occupied pages - pages needed */
+    size_t compact_freed[MOSAIC_HEAP_MAX];         /* per class: pages the compaction emptied */
+    unsigned int compact_skip[MOSAIC_HEAP_MAX];    /* majors the policy skips the class for */
+    unsigned int compact_backoff[MOSAIC_HEAP_MAX]; /* the next skip after a fruitless compaction */
 
     /* Finalization. */
     st_table *finalizer_table;       /* obj -> hidden Array of finalizer procs */
@@ -693,6 +727,7 @@ void mosaic_finalize_move(mosaic_objspace_t *objspace, VALUE src, VALUE dest);
 
 /* compact.c: moving objects, forwarding, reference updating */
 void mosaic_compact(mosaic_objspace_t *objspace);
+bool mosaic_compact_select(mosaic_objspace_t *objspace);
 VALUE mosaic_location(mosaic_objspace_t *objspace, VALUE obj);
 bool mosaic_moved_p(VALUE obj);
 void mosaic_define_compact(void);

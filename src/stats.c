@@ -43,7 +43,8 @@
     X(mosaic_pool_pages) X(mosaic_pages_returned) X(mosaic_malloc_trim_count) X(mosaic_malloc_trim_time) \
     X(mosaic_memory_limit_bytes) X(mosaic_memory_limit_set_aside) X(mosaic_memory_used_bytes) \
     X(mosaic_growth_step_bytes) X(mosaic_growth_trigger_bytes) X(mosaic_grown_bytes) \
-    X(mosaic_gc_wall_time) X(mosaic_gc_cpu_time) X(mosaic_pause_max_minor_us) X(mosaic_pause_max_major_us)
+    X(mosaic_gc_wall_time) X(mosaic_gc_cpu_time) X(mosaic_pause_max_minor_us) X(mosaic_pause_max_major_us) \
+    X(mosaic_fragmentation_compact_count) X(mosaic_compact_freed_pages)
 
 /* Plus, for every field of the memory breakdown (mosaic.h), mosaic_<name>_bytes (now) and
  * mosaic_peak_<name>_bytes (at the GC with the highest RSS). */
@@ -173,6 +174,8 @@ mosaic_stat(mosaic_objspace_t *objspace, VALUE hash_or_sym)
     SET(mosaic_gc_cpu_time, st->gc_cpu_ns / 1000000);
     SET(mosaic_pause_max_minor_us, st->pause_max_minor_ns / 1000);
     SET(mosaic_pause_max_major_us, st->pause_max_major_ns / 1000);
+    SET(mosaic_fragmentation_compact_count, st->fragmentation_compact_count);
+    SET(mosaic_compact_freed_pages, st->compact_freed_pages);
     /* The breakdown: computed only when asked for (mallinfo2 walks malloc's bins). */
     {
         bool wanted = !NIL_P(hash);

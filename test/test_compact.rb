@@ -13,6 +13,10 @@ class TestMosaicCompact < Test::Unit::TestCase
     omit "measures one compaction's moves; MOSAIC_STRESS_COMPACT compacts before it" if ENV["MOSAIC_STRESS_COMPACT"]
   end
 
+  # For the tests that build a fragmented heap, run GC.start, then measure what GC.compact does:
+  # Mosaic's fragmentation policy would compact that heap at the GC.start already.
+  COMPACT_ONLY = { "MOSAIC_AUTO_COMPACT" => "off" }.freeze
+
   # Every script can find an object's address with addr(obj).
   PRELUDE = <<~'RUBY'
     require "objspace"
@@ -179,7 +183,7 @@ class TestMosaicCompact < Test::Unit::TestCase
   # moved about half of them here: each class stops taking objects once its cursors met.)
   def test_gc_compact_moves_objects_into_a_small_class
     omit_under_stress_compact
-    assert_gc_script(PRELUDE + <<~'RUBY')
+    assert_gc_script(PRELUDE + <<~'RUBY', env: COMPACT_ONLY)
       srand(3)
       GC.start
       fill = Array.new(818 * 40) { |i| [i, i, i, i, i, i] }       # 80 B slots, where they belong
@@ -209,7 +213,7 @@ class TestMosaicCompact < Test::Unit::TestCase
       strs = Array.new(2000) { |i| +"#{i}" << "y" * 200 }
       small = Array.new(2000) { |i| ("q" * 200).squeeze! << i.to_s }
       info = GC.verify_compaction_references(expand_heap: true, toward: :empty)
-      assert_equal %i[considered moved moved_up moved_down], info.keys
+      assert_equal %i[considered moved moved_up moved_down], info.keys.first(4)
       assert_operator info[:moved_up][:T_STRING], :>=, 1990
       assert_operator info[:moved_down][:T_STRING], :>=, 1990
       info[:moved].each do |type, n|
@@ -362,7 +366,7 @@ class TestMosaicCompact < Test::Unit::TestCase
   end
 
   def test_fragmented_heap_ends_with_fewer_pages
-    assert_gc_script(PRELUDE + <<~'RUBY', timeout: 300)
+    assert_gc_script(PRELUDE + <<~'RUBY', timeout: 300, env: COMPACT_ONLY)
       srand(1234)
       objs = Array.new(200_000) { |i| i.even? ? "str #{i}" : [i] }
       keep = objs.each_index.select { rand < 0.1 }
@@ -389,7 +393,7 @@ class TestMosaicCompact < Test::Unit::TestCase
   # fill alone, the sparse Symbol pages were evacuated first and kept their free slots.)
   def test_pages_that_cannot_empty_are_filled_first
     omit_under_stress_compact
-    assert_gc_script(PRELUDE + <<~'RUBY')
+    assert_gc_script(PRELUDE + <<~'RUBY', env: COMPACT_ONLY)
       def page(o) = addr(o).to_i(16) & ~0xffff
       srand(1)
       GC.start
@@ -421,25 +425,183 @@ class TestMosaicCompact < Test::Unit::TestCase
   end
 
   def test_auto_compact_flag_and_stats
-    assert_gc_script(PRELUDE + <<~'RUBY')
+    # Policy off: the GC.start below must not compact (Mosaic's fragmentation policy may).
+    assert_gc_script(PRELUDE + <<~'RUBY', env: { "MOSAIC_AUTO_COMPACT" => "off" })
       assert_equal false, GC.auto_compact
       assert_equal true, (GC.auto_compact = true)
       assert_equal true, GC.auto_compact
       count = GC.stat(:compact_count)
       GC.start
       assert_operator GC.stat(:compact_count), :>, count
+      # Compaction sweeps at once, but latest_gc_info says what the cycle was asked, as the
+      # default GC does under auto_compact (CRuby's test_start_immediate_sweep).
+      count = GC.stat(:compact_count)
+      GC.start(immediate_sweep: false)
+      assert_equal count + 1, GC.stat(:compact_count)
+      assert_equal false, GC.latest_gc_info(:immediate_sweep)
       GC.auto_compact = false
       assert_equal false, GC.auto_compact
       count = GC.stat(:compact_count)
       GC.start
       assert_equal count, GC.stat(:compact_count)
       info = GC.latest_compact_info
-      assert_equal %i[considered moved moved_up moved_down], info.keys
+      assert_equal %i[considered moved moved_up moved_down], info.keys.first(4)
       refute_empty info[:considered]
       GC.verify_compaction_references(double_heap: true)
       GC.verify_compaction_references(expand_heap: false)
       GC.verify_compaction_references
     RUBY
+  end
+
+  # ---------------------------------------------------------------- the fragmentation policy
+  # (MOSAIC_AUTO_COMPACT=fragmentation, compact.c's mosaic_compact_select): a major GC, without
+  # GC.compact and with GC.auto_compact false, compacts the classes whose occupied pages are
+  # sparse enough that packing them frees pages, and moves at most a budget of objects.
+
+  FRAGMENT = <<~'RUBY'
+    def page_count(i) = GC.stat_heap(i, :heap_eden_pages)
+    # 300,000 40-byte objects on fresh pages, 10% kept at random: sparse pages in class 0.
+    def fragment_40
+      srand(7)
+      objs = Array.new(300_000) { |i| i.even? ? "s#{i}" : [i] }
+      objs.select { rand < 0.1 }
+    end
+  RUBY
+
+  def test_fragmentation_policy_compacts_a_sparse_class_at_a_major
+    omit "Mosaic's auto-compaction policy" unless mosaic?
+    omit_under_stress_compact
+    assert_gc_script(PRELUDE + FRAGMENT + <<~'RUBY', env: { "MOSAIC_AUTO_COMPACT" => "fragmentation" })
+      assert_equal :fragmentation, GC.config[:auto_compact_policy]
+      assert_equal false, GC.auto_compact     # what the user set, not the policy
+      kept = fragment_40
+      before_pages = page_count(0)
+      count = GC.stat(:compact_count)
+      GC.start                               # a plain major GC: no GC.compact
+      assert_equal count + 1, GC.stat(:compact_count)
+      assert_equal 1, GC.stat(:mosaic_fragmentation_compact_count)
+      info = GC.latest_compact_info
+      assert_equal :fragmentation, info[:mosaic_trigger]
+      assert_include info[:mosaic_classes].keys, BASE
+      c = info[:mosaic_classes][BASE]
+      assert_operator c[:occupancy], :<=, 0.5
+      assert_operator c[:freeable_pages], :>=, 2
+      assert_operator c[:freed_pages], :>, 0
+      assert_operator info[:moved].values.sum, :>, 0
+      assert_equal GC.stat(:mosaic_compact_freed_pages), info[:mosaic_classes].sum { _2[:freed_pages] }
+      # The sweep alone frees pages with nothing live; the compaction frees the sparse ones too.
+      assert_operator page_count(0), :<=, before_pages - c[:freed_pages]
+      srand(7)
+      assert_equal Array.new(300_000) { |i| i.even? ? "s#{i}" : [i] }.select { rand < 0.1 }, kept
+      GC.verify_internal_consistency
+    RUBY
+  end
+
+  # The same heap under MOSAIC_AUTO_COMPACT=off: the major GC does not compact (so the test
+  # above fails without the policy).
+  def test_policy_off_does_not_compact_at_a_major
+    omit "Mosaic's auto-compaction policy" unless mosaic?
+    omit_under_stress_compact
+    assert_gc_script(PRELUDE + FRAGMENT + <<~'RUBY', env: { "MOSAIC_AUTO_COMPACT" => "off" })
+      assert_equal :off, GC.config[:auto_compact_policy]
+      kept = fragment_40
+      GC.start
+      GC.start
+      assert_equal 0, GC.stat(:compact_count)
+      assert_equal 0, GC.stat(:mosaic_fragmentation_compact_count)
+      # Switched on at run time, the next major compacts.
+      GC.config(auto_compact_policy: :fragmentation)
+      GC.start
+      assert_equal 1, GC.stat(:mosaic_fragmentation_compact_count)
+      refute_empty kept
+    RUBY
+  end
+
+  # A dense class is not touched: only the sparse class takes part, and the dense class's
+  # objects keep their addresses.
+  def test_fragmentation_policy_leaves_a_dense_class_alone
+    omit "Mosaic's auto-compaction policy" unless mosaic?
+    omit_under_stress_compact
+    assert_gc_script(PRELUDE + FRAGMENT + <<~'RUBY', env: { "MOSAIC_AUTO_COMPACT" => "fragmentation" })
+      # Dense: 100,000 80-byte strings, all kept (an embedded String of 41..56 bytes).
+      dense = Array.new(100_000) { |i| ("d%07d" % i) * 6 }
+      assert_equal 2 * BASE, slot(dense[0])
+      GC.start
+      GC.start
+      addrs = dense.map { addr(_1) }
+      count = GC.stat(:mosaic_fragmentation_compact_count)
+      _kept = fragment_40                     # now fragment class 0
+      GC.start
+      assert_equal count + 1, GC.stat(:mosaic_fragmentation_compact_count)
+      info = GC.latest_compact_info
+      assert_equal :fragmentation, info[:mosaic_trigger]
+      assert_equal [BASE], info[:mosaic_classes].keys
+      assert_operator info[:mosaic_classes][BASE][:freed_pages], :>, 0
+      assert_equal addrs, dense.map { addr(_1) }
+      dense.each_with_index { |s, i| assert_equal(("d%07d" % i) * 6, s) }
+    RUBY
+  end
+
+  # The pause bound: a major GC under the policy moves at most the budget
+  # (max(2048, compact_pause_fraction * mark time / measured move cost)); with the fraction at
+  # 0 the budget is its floor, and a heap that needs more moves gets only that many, sparsest
+  # pages first, so pages still empty. GC.compact and GC.auto_compact are not bounded.
+  def test_fragmentation_policy_moves_at_most_its_budget
+    omit "Mosaic's auto-compaction policy" unless mosaic?
+    omit_under_stress_compact
+    assert_gc_script(PRELUDE + FRAGMENT + <<~'RUBY', env: { "MOSAIC_AUTO_COMPACT" => "fragmentation" })
+      GC.config(compact_pause_fraction: 0)
+      _kept = fragment_40
+      GC.start
+      info = GC.latest_compact_info
+      assert_equal :fragmentation, info[:mosaic_trigger]
+      assert_equal 2048, info[:mosaic_move_budget]
+      assert_equal 2048, info[:moved].values.sum
+      assert_operator info[:mosaic_classes][BASE][:freed_pages], :>, 0
+      # Not bounded: GC.auto_compact = true compacts every major, all it can.
+      GC.auto_compact = true
+      _kept2 = fragment_40
+      GC.start
+      info = GC.latest_compact_info
+      assert_equal :auto_compact, info[:mosaic_trigger]
+      assert_nil info[:mosaic_move_budget]
+      assert_operator info[:moved].values.sum, :>, 2048
+    RUBY
+  end
+
+  # GC.start(immediate_sweep: false) asked for a lazy sweep: the policy does not compact it.
+  def test_fragmentation_policy_keeps_an_explicit_lazy_sweep
+    omit "Mosaic's auto-compaction policy" unless mosaic?
+    omit_under_stress_compact
+    assert_gc_script(PRELUDE + FRAGMENT + <<~'RUBY', env: { "MOSAIC_AUTO_COMPACT" => "fragmentation" })
+      _kept = fragment_40
+      GC.start(immediate_sweep: false)
+      assert_equal false, GC.latest_gc_info(:immediate_sweep)
+      assert_equal 0, GC.stat(:compact_count)
+    RUBY
+  end
+
+  # Settings: MOSAIC_AUTO_COMPACT / GC.config. A bad environment value warns and keeps the
+  # default; a bad GC.config value raises and changes nothing.
+  def test_auto_compact_policy_settings
+    omit "Mosaic's auto-compaction policy" unless mosaic?
+    assert_gc_script(<<~'RUBY', env: { "MOSAIC_AUTO_COMPACT" => "always" })
+      assert_equal :always, GC.config[:auto_compact_policy]
+      assert_equal false, GC.auto_compact
+      GC.start
+      assert_equal :always, GC.latest_compact_info[:mosaic_trigger]
+      assert_raise(ArgumentError) { GC.config(auto_compact_policy: :sometimes) }
+      assert_raise(ArgumentError) { GC.config(auto_compact_policy: :off, compact_occupancy: 1.5) }
+      assert_raise(ArgumentError) { GC.config(compact_pause_fraction: -1) }
+      assert_raise(TypeError) { GC.config(compact_occupancy: "half") }
+      assert_equal :always, GC.config[:auto_compact_policy]
+      GC.config(auto_compact_policy: "off", compact_occupancy: 0.25)
+      assert_equal :off, GC.config[:auto_compact_policy]
+      assert_equal 0.25, GC.config[:compact_occupancy]
+    RUBY
+    env = { "RUBY_GC_LIBRARY" => LIB_NAME, "MOSAIC_AUTO_COMPACT" => "sometimes", "MOSAIC_COMPACT_OCCUPANCY" => "2" }
+    assert_in_out_err([env, "-e", "p GC.config.values_at(:auto_compact_policy, :compact_occupancy)"], "",
+                      ["[:off, 0.5]"], /invalid value for MOSAIC_AUTO_COMPACT: sometimes.*\n.*MOSAIC_COMPACT_OCCUPANCY=2.* is ignored/)
   end
 
   # A heap walk holds a page snapshot and object addresses: GC.compact inside one is a plain
