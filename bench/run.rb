@@ -52,6 +52,8 @@ BENCHMARKS = [
   Benchmark.new(name: "ring", script: "ring.rb", about: "ring of objects, old-to-young stores"),
   Benchmark.new(name: "longlived", script: "longlived.rb",
                 about: "~1M-node long-lived tree + steady young garbage, 1% stored into the tree"),
+  Benchmark.new(name: "mark-shuffled", script: "mark_shuffled.rb",
+                about: "10 full GCs over 1.2M objects shuffled in memory (marking speed; s)"),
   Benchmark.new(name: "liquid", script: "liquid.rb", about: "Liquid templates: parse and render (templates/s)"),
   Benchmark.new(name: "rails", script: "rails.rb", about: "Rails app on sqlite3, in-process requests (req/s, latency)"),
   Benchmark.new(name: "fork-share", script: "fork_share.rb",
