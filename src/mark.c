@@ -11,7 +11,7 @@
  *  - A slot is traced exactly once per cycle, after its mark bit goes 0 -> 1: marked at a
  *    depth below MOSAIC_MARK_EAGER_DEPTH, it waits in the prefetch queue (MOSAIC_MARK_QUEUE
  *    objects, prefetched) and is then scanned in place at the depth it was marked at
- *    (scan_in_place), or pushed on the mark stack when MOSAIC_MARK_NEST_MAX scans are nested
+ *    (scan_in_place), or pushed on the mark stack when MOSAIC_MARK_NEST_MAX (EAGER + 1) scans are nested
  *    on the C stack; marked deeper, it is pushed. mark_drain empties both before any phase
  *    reads the mark bits. Depth, not the queue's order, decides what is scanned in place, so
  *    a wide object near the roots (an Array of 300k Strings) has its children scanned in place,
@@ -88,6 +88,7 @@ mosaic_mark_stack_free(struct mosaic_mark_stack *stack)
  * loads of the next few objects are under way while one is scanned (the buffered prefetch of
  * Cher, Hosking and Vijaykumar, ASPLOS 2004). Order does not matter to marking: every queued
  * object is scanned, with its own parent context, before the phase ends (mark_drain). */
+#if MOSAIC_MARK_QUEUE
 static inline bool
 mark_queue_put(struct mosaic_mark_queue *queue, VALUE obj, unsigned int depth, VALUE *out, unsigned int *out_depth)
 {
@@ -116,6 +117,13 @@ mark_queue_take(struct mosaic_mark_queue *queue, VALUE *out, unsigned int *out_d
     queue->count--;
     return true;
 }
+#else
+static inline bool
+mark_queue_take(struct mosaic_mark_queue *queue, VALUE *out, unsigned int *out_depth)
+{
+    return false;
+}
+#endif
 
 /* ======================================================= mark entries */
 

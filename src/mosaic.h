@@ -233,7 +233,8 @@ struct mosaic_mark_queue {
 };
 /* Scans nested on the C stack at most (mark.c): a queued object is scanned at the depth it was
  * marked at, which can be less than the nesting at the time it leaves the queue. */
-#define MOSAIC_MARK_NEST_MAX (2 * MOSAIC_MARK_EAGER_DEPTH)
+#define MOSAIC_MARK_NEST_MAX (MOSAIC_MARK_EAGER_DEPTH + 1)
+_Static_assert((MOSAIC_MARK_QUEUE & (MOSAIC_MARK_QUEUE - 1)) == 0, "MOSAIC_MARK_QUEUE must be 0 or a power of two");
 
 /* A growable array of pointers, malloc'd outside Ruby's accounting. */
 struct mosaic_ptr_vec {
