@@ -4,25 +4,37 @@ require_relative "helper"
 class TestMosaicProcess < Test::Unit::TestCase
   include MosaicTestHelper
 
-  def test_fork_then_gc_in_child
-    omit "no fork" unless Process.respond_to?(:fork)
-    assert_gc_script(<<~'RUBY', timeout: 300)
-      data = Array.new(200_000) { |i| "s#{i}" }
-      GC.start
+  # Prepended to the scripts below: in_forked_child runs its block in a forked child, sends back
+  # what the block returns (as a String) and checks that the child exited cleanly.
+  IN_FORKED_CHILD = <<~'RUBY'
+    def in_forked_child
       r, w = IO.pipe
       pid = fork do
         r.close
-        100_000.times { |i| "child#{i}" }
-        GC.start
-        GC.verify_internal_consistency
-        w.write(data.count { |s| s.start_with?("s") }.to_s)
+        w.write(yield.to_s)
         w.close
         exit!(0)
       end
       w.close
-      result = r.read
+      out = r.read
       _, status = Process.wait2(pid)
-      assert_predicate status, :success?
+      assert_predicate status, :success?, "the forked child"
+      out
+    end
+    def private_dirty_kb = File.read("/proc/self/smaps_rollup")[/^Private_Dirty:\s+(\d+) kB/, 1].to_i
+  RUBY
+
+  def test_fork_then_gc_in_child
+    omit "no fork" unless Process.respond_to?(:fork)
+    assert_gc_script(IN_FORKED_CHILD + <<~'RUBY', timeout: 300)
+      data = Array.new(200_000) { |i| "s#{i}" }
+      GC.start
+      result = in_forked_child do
+        100_000.times { |i| "child#{i}" }
+        GC.start
+        GC.verify_internal_consistency
+        data.count { |s| s.start_with?("s") }
+      end
       assert_equal "200000", result
       GC.start
       assert_equal "s199999", data.last
@@ -39,23 +51,14 @@ class TestMosaicProcess < Test::Unit::TestCase
     omit "no fork" unless Process.respond_to?(:fork)
     omit "no /proc/self/smaps_rollup" unless File.readable?("/proc/self/smaps_rollup")
     omit "the stress gate forces GCs in the child" if ENV["MOSAIC_STRESS_MINOR"]
-    assert_gc_script(<<~'RUBY', timeout: 300)
-      def private_dirty_kb = File.read("/proc/self/smaps_rollup")[/^Private_Dirty:\s+(\d+) kB/, 1].to_i
+    assert_gc_script(IN_FORKED_CHILD + <<~'RUBY', timeout: 300)
       data = Array.new(300_000) { |i| "shared string number #{i}" }
       3.times { GC.start }
-      r, w = IO.pipe
-      pid = fork do
-        r.close
+      grown = in_forked_child do
         before = private_dirty_kb
         GC.start(full_mark: true, immediate_sweep: true)
-        w.write((private_dirty_kb - before).to_s)
-        w.close
-        exit!(0)
+        private_dirty_kb - before
       end
-      w.close
-      grown = r.read
-      _, status = Process.wait2(pid)
-      assert_predicate status, :success?
       assert_operator Integer(grown), :<, 1600, "kB the child's full GC made private"
       assert_equal "shared string number 299999", data.last
     RUBY
@@ -70,25 +73,16 @@ class TestMosaicProcess < Test::Unit::TestCase
     omit "no fork" unless Process.respond_to?(:fork)
     omit "no /proc/self/smaps_rollup" unless File.readable?("/proc/self/smaps_rollup")
     omit "the stress gate forces GCs in the child" if ENV["MOSAIC_STRESS_MINOR"]
-    assert_gc_script(<<~'RUBY', timeout: 300)
-      def private_dirty_kb = File.read("/proc/self/smaps_rollup")[/^Private_Dirty:\s+(\d+) kB/, 1].to_i
+    assert_gc_script(IN_FORKED_CHILD + <<~'RUBY', timeout: 300)
       keep = Array.new(100_000) { |i| "kept string number #{i}" }
       GC.start
       Array.new(200_000) { |i| "young string number #{i}" }.size # garbage, young
-      r, w = IO.pipe
-      pid = fork do
-        r.close
+      grown, majors = in_forked_child do
         before = private_dirty_kb
         majors = GC.stat(:major_gc_count)
         GC.start(full_mark: false, immediate_sweep: true)
-        w.write("#{private_dirty_kb - before} #{GC.stat(:major_gc_count) - majors}")
-        w.close
-        exit!(0)
-      end
-      w.close
-      grown, majors = r.read.split.map { Integer(_1) }
-      _, status = Process.wait2(pid)
-      assert_predicate status, :success?
+        "#{private_dirty_kb - before} #{GC.stat(:major_gc_count) - majors}"
+      end.split.map { Integer(_1) }
       assert_equal 0, majors, "the child's GC was minor"
       assert_operator grown, :<, 1500, "kB the child's minor GC made private"
       assert_equal "kept string number 99999", keep.last
@@ -103,25 +97,17 @@ class TestMosaicProcess < Test::Unit::TestCase
   def test_forked_child_does_not_turn_major_for_what_it_inherited
     omit "no fork" unless Process.respond_to?(:fork)
     omit "the stress gate forces GCs in the child" if ENV["MOSAIC_STRESS_MINOR"]
-    assert_gc_script(<<~'RUBY', timeout: 300)
+    assert_gc_script(IN_FORKED_CHILD + <<~'RUBY', timeout: 300)
       GC.start
       GC.disable
       keep = Array.new(300_000) { |i| "kept string #{i}" }
       GC.enable
-      r, w = IO.pipe
-      pid = fork do
-        r.close
+      gcs, majors, kept = in_forked_child do
         gcs, majors = GC.count, GC.stat(:major_gc_count)
         more = []
         more << "child string #{more.size}" while GC.count - gcs < 2
-        w.write("#{GC.count - gcs} #{GC.stat(:major_gc_count) - majors} #{more.size}")
-        w.close
-        exit!(0)
-      end
-      w.close
-      gcs, majors, kept = r.read.split.map { Integer(_1) }
-      _, status = Process.wait2(pid)
-      assert_predicate status, :success?
+        "#{GC.count - gcs} #{GC.stat(:major_gc_count) - majors} #{more.size}"
+      end.split.map { Integer(_1) }
       assert_equal 2, gcs
       assert_operator kept, :>, 10_000, "the child's GCs came from its own allocation"
       assert_equal 0, majors, "the child's first GCs were minor"
