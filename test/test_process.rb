@@ -24,6 +24,15 @@ class TestMosaicProcess < Test::Unit::TestCase
     def private_dirty_kb = File.read("/proc/self/smaps_rollup")[/^Private_Dirty:\s+(\d+) kB/, 1].to_i
   RUBY
 
+  # The tests that measure a forked child's private memory: Mosaic's figures, read through
+  # smaps_rollup, in a child that no stress mode forces extra GCs into.
+  def omit_unless_child_memory_measured(why_not_default)
+    omit why_not_default unless mosaic?
+    omit "no fork" unless Process.respond_to?(:fork)
+    omit "no /proc/self/smaps_rollup" unless File.readable?("/proc/self/smaps_rollup")
+    omit "the stress gate forces GCs in the child" if ENV["MOSAIC_STRESS_MINOR"]
+  end
+
   def test_fork_then_gc_in_child
     omit "no fork" unless Process.respond_to?(:fork)
     assert_gc_script(IN_FORKED_CHILD + <<~'RUBY', timeout: 300)
@@ -47,10 +56,7 @@ class TestMosaicProcess < Test::Unit::TestCase
   # of 300k Strings pushed 300k entries (2.4 MB): the child's Private_Dirty grew by ~3300 kB
   # in its GC (the default GC: the same); ~900 kB now (the page metadata's mark bits, mostly).
   def test_gc_in_forked_child_keeps_pages_shared
-    omit "Mosaic's figure (the default GC dirties ~3.3 MB here)" unless mosaic?
-    omit "no fork" unless Process.respond_to?(:fork)
-    omit "no /proc/self/smaps_rollup" unless File.readable?("/proc/self/smaps_rollup")
-    omit "the stress gate forces GCs in the child" if ENV["MOSAIC_STRESS_MINOR"]
+    omit_unless_child_memory_measured "Mosaic's figure (the default GC dirties ~3.3 MB here)"
     assert_gc_script(IN_FORKED_CHILD + <<~'RUBY', timeout: 300)
       data = Array.new(300_000) { |i| "shared string number #{i}" }
       3.times { GC.start }
@@ -69,10 +75,7 @@ class TestMosaicProcess < Test::Unit::TestCase
   # pages. Here the parent leaves 200k young garbage Strings; the child's minor GC freed them
   # all, making ~3300 kB private (the default GC: ~16800 kB); ~570 kB now.
   def test_minor_gc_in_forked_child_leaves_inherited_objects_alone
-    omit "Mosaic's policy (the default GC frees them: ~16.8 MB private)" unless mosaic?
-    omit "no fork" unless Process.respond_to?(:fork)
-    omit "no /proc/self/smaps_rollup" unless File.readable?("/proc/self/smaps_rollup")
-    omit "the stress gate forces GCs in the child" if ENV["MOSAIC_STRESS_MINOR"]
+    omit_unless_child_memory_measured "Mosaic's policy (the default GC frees them: ~16.8 MB private)"
     assert_gc_script(IN_FORKED_CHILD + <<~'RUBY', timeout: 300)
       keep = Array.new(100_000) { |i| "kept string number #{i}" }
       GC.start
