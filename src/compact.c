@@ -503,13 +503,12 @@ measure_classes(mosaic_objspace_t *objspace)
         }
         size_t needed = (used + heap->slots_per_page - 1) / heap->slots_per_page;
         if (fixed > needed) needed = fixed;
-        /* What the class keeps after a major GC anyway (pace.c: max(init, live / (1 -
+        /* What the class keeps after a major GC anyway (mosaic_pace_keep_slots, pace.c: max(init, live / (1 -
          * free_slots_max_ratio)) slots): free slots within that are room the next cycle
          * allocates into, not pages to give back. */
         const struct mosaic_params *params = &objspace->params;
         if (params->free_slots_max_ratio < 1.0) {
-            size_t keep = mosaic_scale(used, 1.0 / (1.0 - params->free_slots_max_ratio));
-            if (keep < params->heap_init_slots[h]) keep = params->heap_init_slots[h];
+            size_t keep = mosaic_pace_keep_slots(params, h, used);
             size_t keep_pages = (keep + heap->slots_per_page - 1) / heap->slots_per_page;
             if (keep_pages > needed) needed = keep_pages;
         }

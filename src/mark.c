@@ -166,14 +166,14 @@ age_and_promote(struct mosaic_page *page, size_t bit)
     }
 }
 
-/* Traces obj's children now, as its parent (mark_parent) for the generational checks, then
- * gives the parent context back. Called for an object just marked while fewer than
- * MOSAIC_MARK_EAGER_DEPTH scans are nested; deeper ones go on the mark stack. *Why*: pushing
- * every newly marked object made the stack as large as the widest object's fan-out (an Array
- * of 500k Strings pushed 500k entries, 4 MB of malloc'd chunks): in a forked child those
- * chunks reuse heap memory shared with the parent, and that copy was nearly all of what a
- * child's GC dirtied (bench/workloads/fork_share.rb). Scanning in place keeps the stack to
- * what is deeper than the bound. */
+/* Traces obj's children now, as its parent (mark_parent) for the generational checks, at the
+ * depth it was marked at (its children are marked at depth + 1), then gives the outer context
+ * back. Called for an object leaving the prefetch queue (or marked with the queue off) while it
+ * was marked below MOSAIC_MARK_EAGER_DEPTH; deeper ones go on the mark stack. *Why in place*:
+ * pushing every newly marked object made the stack as large as the widest object's fan-out (an
+ * Array of 500k Strings pushed 500k entries, 4 MB), and in a forked child that stack copied
+ * heap memory shared with the parent (bench/workloads/fork_share.rb); the stack's chunks are
+ * now mapped from the OS as well (mark_chunk_map). */
 static void
 scan_in_place(mosaic_objspace_t *objspace, VALUE obj, unsigned int depth)
 {

@@ -701,6 +701,7 @@ mosaic_pace_grown_bytes(mosaic_objspace_t *objspace)
 }
 bool mosaic_pace_near_limit(mosaic_objspace_t *objspace);
 void mosaic_pace_after_fork(mosaic_objspace_t *objspace);
+size_t mosaic_pace_keep_slots(const struct mosaic_params *params, int h, size_t live);
 
 /* memory.c: where the memory goes; MOSAIC_TRACE, MOSAIC_MEMORY_REPORT, malloc_trim */
 void mosaic_memory_breakdown(mosaic_objspace_t *objspace, struct mosaic_memory *m, bool libc);

@@ -166,6 +166,26 @@ mosaic_pace_grown_enough(mosaic_objspace_t *objspace)
     return mosaic_pace_grown_bytes(objspace) >= mosaic_pace_growth_step(objspace);
 }
 
+/* A class's live-data target after a major GC, per live slot: 1 / (1 - free_slots_goal_ratio)
+ * (with a goal of 0: growth_factor). Used after a major GC and after a fork. */
+static double
+major_target_factor(const struct mosaic_params *params)
+{
+    double goal = params->free_slots_goal_ratio;
+    return goal > 0.0 && goal < 1.0 ? 1.0 / (1.0 - goal) : params->growth_factor;
+}
+
+/* The slots class h keeps after a major GC that found `live` of them live:
+ * max(init, live / (1 - free_slots_max_ratio)), the default GC's shrink rule. Only meaningful
+ * while free_slots_max_ratio < 1 (callers check). Used by the shrink below and by compact.c's
+ * fragmentation measure, so that both agree on what a class keeps. */
+size_t
+mosaic_pace_keep_slots(const struct mosaic_params *params, int h, size_t live)
+{
+    size_t keep = mosaic_scale(live, 1.0 / (1.0 - params->free_slots_max_ratio));
+    return keep < params->heap_init_slots[h] ? params->heap_init_slots[h] : keep;
+}
+
 /* A forked child (mosaic_generation_after_fork): what it inherited is old now, as if a major GC
  * had just found it live, so each class's live-data target follows it (never lower than it
  * was). Why: a parent whose latest major was long ago (a Rails app booted, then served; a
@@ -177,8 +197,7 @@ mosaic_pace_grown_enough(mosaic_objspace_t *objspace)
 void
 mosaic_pace_after_fork(mosaic_objspace_t *objspace)
 {
-    double goal = objspace->params.free_slots_goal_ratio;
-    double target_factor = goal > 0.0 && goal < 1.0 ? 1.0 / (1.0 - goal) : objspace->params.growth_factor;
+    double target_factor = major_target_factor(&objspace->params);
     for (int i = 0; i < MOSAIC_HEAP_COUNT; i++) {
         struct mosaic_heap *heap = &objspace->heaps[i];
         size_t target = mosaic_scale(mosaic_heap_used_slots(heap, heap->total_allocated_objects), target_factor);
@@ -272,8 +291,7 @@ mosaic_pace_after_mark(mosaic_objspace_t *objspace)
     bool minor = !objspace->full_mark && params->generational;
     bool grow_minor = minor && params->allow_full_mark;
     bool major_due = grow_minor && objspace->stats.count - objspace->last_major_count >= MOSAIC_OLD_AGE;
-    double goal = params->free_slots_goal_ratio;
-    double target_factor = goal > 0.0 && goal < 1.0 ? 1.0 / (1.0 - goal) : params->growth_factor;
+    double target_factor = major_target_factor(params);
     pace_generations(objspace);
 
     for (int i = 0; i < MOSAIC_HEAP_COUNT; i++) {
@@ -297,8 +315,7 @@ mosaic_pace_after_mark(mosaic_objspace_t *objspace)
          * the OS as the sweep finds them (the default GC's free_slots_max_ratio rule). */
         heap->freeable_pages = 0;
         if (!minor && params->free_slots_max_ratio < 1.0) {
-            size_t keep = mosaic_scale(live, 1.0 / (1.0 - params->free_slots_max_ratio));
-            if (keep < init) keep = init;
+            size_t keep = mosaic_pace_keep_slots(params, i, live);
             heap->freeable_pages = total > keep ? (total - keep) / heap->slots_per_page : 0;
         }
 
