@@ -62,7 +62,7 @@ $(BUILD)/%.o: src/%.c src/mosaic.h | toolchain-ready
 
 $(LIB): $(OBJS)
 	@echo "  LD $@"
-	@$(CC) -shared $(OPT) -o $@ $(OBJS)
+	@$(CC) -shared $(OPT) -o $@ $(OBJS) -pthread
 
 .PHONY: toolchain-ready
 toolchain-ready:

@@ -15,6 +15,9 @@ PARTS=${*:-unit testall}
 mkdir -p "$LOGS"
 rc_all=0
 export MOSAIC_STRESS_MINOR=$N RUBY_GC_LIBRARY=mosaic_check MOSAIC_EXPECT_GC=mosaic
+# Every collection marks on two threads (MOSAIC_PARALLEL_MARK_MIN=0), so the heap checker runs
+# after parallel marks; the serial marker is what the release-build gates run below the threshold.
+export MOSAIC_GC_THREADS=${MOSAIC_GC_THREADS:-2} MOSAIC_PARALLEL_MARK_MIN=${MOSAIC_PARALLEL_MARK_MIN:-0}
 # The checking build names itself "mosaic" (ruby -v shows +GC[mosaic]); ask it for its checks.
 "$MOSAIC_RUBY" -e 'exit(GC::OPTS.include?("MOSAIC_CHECK"))' 2>/dev/null ||
   { echo "stress gate FAILED: librubygc.mosaic_check.so does not load as the checking build (make install-check)"; exit 1; }

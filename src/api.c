@@ -43,7 +43,8 @@ rb_gc_impl_objspace_free(void *objspace_ptr)
 {
     mosaic_objspace_t *objspace = objspace_ptr;
     mosaic_heap_free_all(objspace);
-    mosaic_mark_stack_free(&objspace->mark_stack);
+    mosaic_mark_workers_stop(objspace);
+    mosaic_mark_stack_free(&objspace->main_marker.stack);
     mosaic_ptr_vec_free(&objspace->weak_refs);
     mosaic_weak_index_reset(&objspace->weak_index);
     if (objspace->finalizer_table) st_free_table(objspace->finalizer_table);
@@ -373,7 +374,9 @@ rb_gc_impl_object_id_to_ref(void *objspace_ptr, VALUE object_id)
 void
 rb_gc_impl_before_fork(void *objspace_ptr)
 {
-    /* Nothing runs beside the mutator yet (no GC threads), so there is nothing to stop. */
+    /* The marking threads stop here and start again at the next parallel mark, in the
+     * parent and in the child (mark_workers.c): a fork copies only the forking thread. */
+    mosaic_mark_workers_stop(objspace_ptr);
 }
 
 void

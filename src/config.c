@@ -55,6 +55,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include <unistd.h>
+
 #include "mosaic.h"
 
 /* The auto-compaction policy when MOSAIC_AUTO_COMPACT is not set: off, by benchmark (DESIGN 5b,
@@ -86,6 +88,11 @@ mosaic_params_defaults(struct mosaic_params *params)
     params->auto_compact_policy = MOSAIC_AUTO_COMPACT_DEFAULT;
     params->compact_occupancy = 0.5;
     params->compact_pause_fraction = 0.25;
+    /* Every core marks, up to 8 (a marker per core; past a few, the hand-offs cost more than
+     * they bring on the heaps measured). */
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    params->gc_threads = cores < 1 ? 1 : cores > 8 ? 8 : (unsigned int)cores;
+    params->parallel_mark_min = 100000;
 }
 
 static const char *const auto_compact_policies[] = { "off", "fragmentation", "always" };
@@ -219,6 +226,16 @@ mosaic_params_from_env(struct mosaic_params *params)
     size_t limit = params->memory_limit;
     if (getenv("MOSAIC_MEMORY_LIMIT") && strcmp(getenv("MOSAIC_MEMORY_LIMIT"), "0") == 0) params->memory_limit = 0;
     else if (env_size("MOSAIC_MEMORY_LIMIT", &limit, (size_t)1 << 20)) params->memory_limit = limit;
+
+    size_t threads = params->gc_threads;
+    if (env_size("MOSAIC_GC_THREADS", &threads, 1)) {
+        if (threads > 64) {
+            fprintf(stderr, "[mosaic] MOSAIC_GC_THREADS=%zu is taken as 64\n", threads);
+            threads = 64;
+        }
+        params->gc_threads = (unsigned int)threads;
+    }
+    env_size("MOSAIC_PARALLEL_MARK_MIN", &params->parallel_mark_min, 0);
 
     size_t trace = 0;
     if (env_size("MOSAIC_TRACE", &trace, 0)) params->trace = trace != 0;

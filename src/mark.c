@@ -26,6 +26,13 @@
  *    ends. In a minor GC, mark bits start as a copy of the old bits: old objects count as
  *    reached, and only traced parents register their weak slots.
  *  - Outside marking, the entry points only serve the heap checker (verify_ctx set).
+ *  - Per-thread state: everything a marker changes while tracing (stack, queue, parent, depth,
+ *    counts, its weak list) is its own struct mosaic_marker, found through a thread-local
+ *    pointer (rb_gc_mark_children hands us only the objspace). With parallel marking
+ *    (mark_workers.c) several markers trace at once; then a slot belongs to the marker whose
+ *    atomic fetch-or set its mark bit, and only that marker traces and ages it; every bit it
+ *    sets in a shared bitmap word (mark, pin, age, old, remembered) is set atomically. Counts
+ *    and weak lists are merged into the objspace when the phase ends (mosaic_marker_end).
  *  - The mark stack is mapped from the OS and the weak list uses plain malloc: marking never
  *    calls into Ruby's allocator, so it cannot recurse into the collector.
  */
@@ -43,16 +50,16 @@
  * its parent, so each one copied shared pages that stayed private after the GC (3336 kB in
  * test_gc_in_forked_child_keeps_pages_shared with the Array held that way); mapped chunks are
  * fresh pages, given back at the end of marking. */
-static struct mosaic_mark_chunk *
-mark_chunk_map(void)
+struct mosaic_mark_chunk *
+mosaic_mark_chunk_map(void)
 {
     void *p = mmap(NULL, sizeof(struct mosaic_mark_chunk), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED) rb_bug("Mosaic: out of memory growing the mark stack");
     return p;
 }
 
-static void
-mark_chunk_unmap(struct mosaic_mark_chunk *chunk)
+void
+mosaic_mark_chunk_unmap(struct mosaic_mark_chunk *chunk)
 {
     if (chunk) munmap(chunk, sizeof(struct mosaic_mark_chunk));
 }
@@ -67,7 +74,7 @@ mark_stack_push(struct mosaic_mark_stack *stack, VALUE obj)
             stack->spare = NULL;
         }
         else {
-            chunk = mark_chunk_map();
+            chunk = mosaic_mark_chunk_map();
         }
         chunk->prev = top;
         chunk->used = 0;
@@ -82,7 +89,7 @@ mark_stack_pop(struct mosaic_mark_stack *stack, VALUE *obj)
     struct mosaic_mark_chunk *top = stack->top;
     while (top && top->used == 0) {
         stack->top = top->prev;
-        if (stack->spare) mark_chunk_unmap(top);
+        if (stack->spare) mosaic_mark_chunk_unmap(top);
         else stack->spare = top;
         top = stack->top;
     }
@@ -91,12 +98,47 @@ mark_stack_pop(struct mosaic_mark_stack *stack, VALUE *obj)
     return true;
 }
 
+/* Puts a chunk of work from another marker on top of the stack. */
+void
+mosaic_mark_stack_push_chunk(struct mosaic_mark_stack *stack, struct mosaic_mark_chunk *chunk)
+{
+    chunk->prev = stack->top;
+    stack->top = chunk;
+}
+
+/* Takes about half of the stack's work out, as a chunk another marker can trace: a whole full
+ * chunk from under the top one if there is one, else the older half of the top chunk (copied
+ * into a fresh chunk). NULL when there is too little to be worth handing over. */
+struct mosaic_mark_chunk *
+mosaic_mark_stack_split(struct mosaic_mark_stack *stack)
+{
+    struct mosaic_mark_chunk *top = stack->top;
+    if (!top) return NULL;
+    if (top->prev && top->prev->used > 0) {
+        struct mosaic_mark_chunk *below = top->prev;
+        top->prev = below->prev;
+        below->prev = NULL;
+        return below;
+    }
+    if (top->used < 16) return NULL;
+    struct mosaic_mark_chunk *chunk = stack->spare;
+    if (chunk) stack->spare = NULL;
+    else chunk = mosaic_mark_chunk_map();
+    size_t half = top->used / 2;
+    memcpy(chunk->items, top->items, half * sizeof(VALUE));
+    memmove(top->items, top->items + half, (top->used - half) * sizeof(VALUE));
+    chunk->used = half;
+    chunk->prev = NULL;
+    top->used -= half;
+    return chunk;
+}
+
 void
 mosaic_mark_stack_free(struct mosaic_mark_stack *stack)
 {
     VALUE dummy;
     while (mark_stack_pop(stack, &dummy));
-    mark_chunk_unmap(stack->spare);
+    mosaic_mark_chunk_unmap(stack->spare);
     stack->spare = NULL;
 }
 
@@ -146,60 +188,152 @@ mark_queue_take(struct mosaic_mark_queue *queue, VALUE *out, unsigned int *out_d
 }
 #endif
 
+/* ============================================================ markers */
+
+/* The marker of the running thread: the collecting thread's objspace->main_marker, or a
+ * marking thread's own (mark_workers.c). Initial-exec: one load, no call, on every mark. */
+static __thread struct mosaic_marker *current_marker __attribute__((tls_model("initial-exec")));
+
+/* Starts a mark phase for `marker` on this thread. `shared`: other markers run at the same
+ * time, so bits are set atomically and work is offered to idle ones. */
+void
+mosaic_marker_begin(mosaic_objspace_t *objspace, struct mosaic_marker *marker, bool shared)
+{
+    marker->parent = Qfalse;
+    marker->parent_old = false;
+    marker->shared = shared;
+    marker->depth = 0;
+    marker->nest = 0;
+    marker->pushes = 0;
+    marker->marked = 0;
+    marker->weak_count = 0;
+    memset(marker->marked_by_heap, 0, sizeof(marker->marked_by_heap));
+    current_marker = marker;
+}
+
+/* Ends `marker`'s phase (collecting thread, every marker idle): its counts go to the heaps and
+ * the statistics, its weak slots to the objspace's list. */
+void
+mosaic_marker_end(mosaic_objspace_t *objspace, struct mosaic_marker *marker)
+{
+    MOSAIC_ASSERT(!marker->stack.top || !marker->stack.top->used);
+    for (int i = 0; i < MOSAIC_HEAP_COUNT; i++) objspace->heaps[i].marked_slots += marker->marked_by_heap[i];
+    objspace->stats.marked_slots += marker->marked;
+    objspace->stats.weak_references_count += marker->weak_count;
+    if (marker->weak_refs != &objspace->weak_refs) {
+        for (size_t i = 0; i < marker->weak_refs->size; i++) {
+            if (marker->weak_refs->items[i]) mosaic_ptr_vec_push(&objspace->weak_refs, marker->weak_refs->items[i]);
+        }
+        marker->weak_refs->size = 0;
+        if (marker->weak_index->built) mosaic_weak_index_reset(marker->weak_index);
+    }
+    marker->shared = false;
+    if (current_marker == marker) current_marker = NULL;
+}
+
 /* ======================================================= mark entries */
 
 static inline void
-age_and_promote(struct mosaic_page *page, size_t bit)
+bit_set(mosaic_bits_t *bits, size_t i, bool shared)
+{
+    if (shared) __atomic_fetch_or(&bits[i / 64], (mosaic_bits_t)1 << (i % 64), __ATOMIC_RELAXED);
+    else mosaic_bit_set(bits, i);
+}
+
+static inline void
+bit_clear(mosaic_bits_t *bits, size_t i, bool shared)
+{
+    if (shared) __atomic_fetch_and(&bits[i / 64], ~((mosaic_bits_t)1 << (i % 64)), __ATOMIC_RELAXED);
+    else mosaic_bit_clear(bits, i);
+}
+
+/* Sets the mark bit; true when this call set it (the caller then owns the slot's tracing). */
+static inline bool
+mark_bit_claim(mosaic_bits_t *bits, size_t i, bool shared)
+{
+    mosaic_bits_t mask = (mosaic_bits_t)1 << (i % 64);
+    mosaic_bits_t *word = &bits[i / 64];
+    if (__atomic_load_n(word, __ATOMIC_RELAXED) & mask) return false;
+    if (!shared) {
+        *word |= mask;
+        return true;
+    }
+    return !(__atomic_fetch_or(word, mask, __ATOMIC_RELAXED) & mask);
+}
+
+/* Only the marker that claimed the slot changes its age bits; neighbours in the same words may
+ * be changed by other markers at the same time, hence atomic updates when shared. */
+static inline void
+age_and_promote(struct mosaic_page *page, size_t bit, bool shared)
 {
     bool a0 = mosaic_bit_test(page->age0_bits, bit);
     bool a1 = mosaic_bit_test(page->age1_bits, bit);
     if (a1 && a0) return;                          /* already at the old age */
     if (a0) {
-        mosaic_bit_clear(page->age0_bits, bit);
-        mosaic_bit_set(page->age1_bits, bit);
+        bit_clear(page->age0_bits, bit, shared);
+        bit_set(page->age1_bits, bit, shared);
     }
     else {
-        mosaic_bit_set(page->age0_bits, bit);
+        bit_set(page->age0_bits, bit, shared);
     }
     if (a1 && !a0) {                               /* 2 -> 3: promoted */
-        mosaic_bit_set(page->old_bits, bit);
+        bit_set(page->old_bits, bit, shared);
     }
 }
 
-/* Traces obj's children now, as its parent (mark_parent) for the generational checks, at the
+static void mark_stack_push_offering(mosaic_objspace_t *objspace, struct mosaic_marker *marker, VALUE obj);
+
+/* Traces obj's children now, as its parent (marker->parent) for the generational checks, at the
  * depth it was marked at (its children are marked at depth + 1), then gives the outer context
  * back. Called for an object leaving the prefetch queue (or marked with the queue off) while it
  * was marked below MOSAIC_MARK_EAGER_DEPTH; deeper ones go on the mark stack. *Why in place*:
  * pushing every newly marked object made the stack as large as the widest object's fan-out (an
  * Array of 500k Strings pushed 500k entries, 4 MB), and in a forked child that stack copied
  * heap memory shared with the parent (bench/workloads/fork_share.rb); the stack's chunks are
- * now mapped from the OS as well (mark_chunk_map). */
+ * now mapped from the OS as well (mosaic_mark_chunk_map). */
 static void
-scan_in_place(mosaic_objspace_t *objspace, VALUE obj, unsigned int depth)
+scan_in_place(mosaic_objspace_t *objspace, struct mosaic_marker *marker, VALUE obj, unsigned int depth)
 {
-    VALUE parent = objspace->mark_parent;
-    bool parent_old = objspace->mark_parent_old;
-    unsigned int outer_depth = objspace->mark_depth;
-    objspace->mark_depth = depth + 1;
-    objspace->mark_nest++;
-    objspace->mark_parent = obj;
-    objspace->mark_parent_old = objspace->params.generational && mosaic_old_p(obj);
+    VALUE parent = marker->parent;
+    bool parent_old = marker->parent_old;
+    unsigned int outer_depth = marker->depth;
+    marker->depth = depth + 1;
+    marker->nest++;
+    marker->parent = obj;
+    marker->parent_old = objspace->params.generational && mosaic_old_p(obj);
     rb_gc_mark_children(objspace, obj);
-    objspace->mark_parent = parent;
-    objspace->mark_parent_old = parent_old;
-    objspace->mark_nest--;
-    objspace->mark_depth = outer_depth;
+    marker->parent = parent;
+    marker->parent_old = parent_old;
+    marker->nest--;
+    marker->depth = outer_depth;
 }
 
 /* An object leaves the prefetch queue: scanned now, at the depth it was marked at (so a wide
  * object marked near the roots still has its children scanned in place, not pushed), unless
  * MOSAIC_MARK_NEST_MAX scans are already nested on the C stack: then it goes on the mark stack
- * (one entry; mark_drain scans it near the top). */
+ * (one entry; the drain scans it near the top). */
 static inline void
-scan_dequeued(mosaic_objspace_t *objspace, VALUE obj, unsigned int depth)
+scan_dequeued(mosaic_objspace_t *objspace, struct mosaic_marker *marker, VALUE obj, unsigned int depth)
 {
-    if (objspace->mark_nest < MOSAIC_MARK_NEST_MAX) scan_in_place(objspace, obj, depth);
-    else mark_stack_push(&objspace->mark_stack, obj);
+    if (marker->nest < MOSAIC_MARK_NEST_MAX) scan_in_place(objspace, marker, obj, depth);
+    else mark_stack_push_offering(objspace, marker, obj);
+}
+
+/* Every 64 pushes or pops a shared marker looks whether another one waits for work, and hands
+ * it half of its stack (mark_workers.c). */
+static inline void
+maybe_offer(mosaic_objspace_t *objspace, struct mosaic_marker *marker)
+{
+    if (RB_UNLIKELY(marker->shared) && (++marker->pushes & 63) == 0 && mosaic_mark_workers_hungry(objspace)) {
+        mosaic_mark_workers_offer(objspace, marker);
+    }
+}
+
+static void
+mark_stack_push_offering(mosaic_objspace_t *objspace, struct mosaic_marker *marker, VALUE obj)
+{
+    mark_stack_push(&marker->stack, obj);
+    maybe_offer(objspace, marker);
 }
 
 void
@@ -216,7 +350,9 @@ mosaic_mark(mosaic_objspace_t *objspace, VALUE obj, bool pin)
         }
         rb_bug("Mosaic: rb_gc_impl_mark(%p) called outside the mark phase", (void *)obj);
     }
+    struct mosaic_marker *marker = current_marker;
 #if MOSAIC_CHECK
+    if (!marker) rb_bug("Mosaic: marking %p on a thread that is not marking", (void *)obj);
     if (!mosaic_pointer_to_slot_p(objspace, (void *)obj)) {
         rb_bug("Mosaic: marking %p, which is not a slot of the heap", (void *)obj);
     }
@@ -227,36 +363,38 @@ mosaic_mark(mosaic_objspace_t *objspace, VALUE obj, bool pin)
 
     struct mosaic_page *page = mosaic_page_of(obj);
     size_t bit = mosaic_bit_index(page, obj);
-    if (pin) mosaic_bit_set(page->pinned_bits, bit);
-    if (!mosaic_bit_test(page->mark_bits, bit)) {
-        mosaic_bit_set(page->mark_bits, bit);
-        page->heap->marked_slots++;
-        objspace->stats.marked_slots++;
-        if (objspace->aging) age_and_promote(page, bit);
-        /* Old parent, child still young after this mark: keep the edge in the remembered set. */
-        if (objspace->mark_parent_old && !mosaic_bit_test(page->old_bits, bit)) {
-            mosaic_remember(objspace, objspace->mark_parent);
+    bool shared = marker->shared;
+    if (pin && !mosaic_bit_test(page->pinned_bits, bit)) bit_set(page->pinned_bits, bit, shared);
+    if (mark_bit_claim(page->mark_bits, bit, shared)) {
+        marker->marked_by_heap[page->heap - objspace->heaps]++;
+        marker->marked++;
+        if (objspace->aging) age_and_promote(page, bit, shared);
+        /* Old parent, child still young after this mark: keep the edge in the remembered set.
+         * (With other markers, a child another marker is promoting may still read young: the
+         * parent is then remembered once too often, which is safe.) */
+        if (marker->parent_old && !mosaic_bit_test(page->old_bits, bit)) {
+            mosaic_remember(objspace, marker->parent);
         }
-        if (objspace->mark_depth < MOSAIC_MARK_EAGER_DEPTH) {
+        if (marker->depth < MOSAIC_MARK_EAGER_DEPTH) {
 #if MOSAIC_MARK_QUEUE
             VALUE ready;
             unsigned int ready_depth;
-            if (mark_queue_put(&objspace->mark_queue, obj, objspace->mark_depth, &ready, &ready_depth)) {
-                scan_dequeued(objspace, ready, ready_depth);
+            if (mark_queue_put(&marker->queue, obj, marker->depth, &ready, &ready_depth)) {
+                scan_dequeued(objspace, marker, ready, ready_depth);
             }
 #else
-            scan_in_place(objspace, obj, objspace->mark_depth);
+            scan_in_place(objspace, marker, obj, marker->depth);
 #endif
         }
         else {
-            mark_stack_push(&objspace->mark_stack, obj);
+            mark_stack_push_offering(objspace, marker, obj);
         }
         return;
     }
 
     /* Old parent, child still young after this mark: keep the edge in the remembered set. */
-    if (objspace->mark_parent_old && !mosaic_bit_test(page->old_bits, bit)) {
-        mosaic_remember(objspace, objspace->mark_parent);
+    if (marker->parent_old && !mosaic_bit_test(page->old_bits, bit)) {
+        mosaic_remember(objspace, marker->parent);
     }
 }
 
@@ -304,19 +442,22 @@ mosaic_mark_weak(mosaic_objspace_t *objspace, VALUE *ptr)
     if (RB_UNLIKELY(RB_BUILTIN_TYPE(obj) == T_NONE)) {
         rb_bug("Mosaic: weak reference %p points to a free slot %p", (void *)ptr, (void *)obj);
     }
+    struct mosaic_marker *marker = current_marker;
     /* Once a removal built the index (weak_index.c), a slot registered again (its parent
-     * traced twice) is not pushed twice: a removal must drop every registration. */
-    if (!RB_UNLIKELY(objspace->weak_index.built) ||
-        mosaic_weak_index_insert(&objspace->weak_index, ptr, objspace->weak_refs.size)) {
-        mosaic_ptr_vec_push(&objspace->weak_refs, ptr);
-        objspace->stats.weak_references_count++;
+     * traced twice) is not pushed twice: a removal must drop every registration. Each marker
+     * has its own list and index: a parent is traced by one marker, which registers all of
+     * its slots. */
+    if (!RB_UNLIKELY(marker->weak_index->built) ||
+        mosaic_weak_index_insert(marker->weak_index, ptr, marker->weak_refs->size)) {
+        mosaic_ptr_vec_push(marker->weak_refs, ptr);
+        marker->weak_count++;
     }
 
     /* The same rule as for strong edges: an old parent whose weak referent is young stays
      * remembered, so the next minor GC traces it again and registers this slot again. Without
      * it, that minor GC would free the referent and leave the slot pointing at a reused slot. */
-    if (objspace->mark_parent_old && !mosaic_old_p(obj)) {
-        mosaic_remember(objspace, objspace->mark_parent);
+    if (marker->parent_old && !mosaic_old_p(obj)) {
+        mosaic_remember(objspace, marker->parent);
     }
 }
 
@@ -329,10 +470,13 @@ mosaic_remove_weak(mosaic_objspace_t *objspace, VALUE parent, VALUE *ptr)
      * parent that is marked (it registers its slots when traced, after being marked). */
     if (!objspace->marking) return;
     if (!RB_SPECIAL_CONST_P(parent) && !mosaic_marked_p(parent)) return;
-    struct mosaic_weak_index *index = &objspace->weak_index;
-    if (!index->built) mosaic_weak_index_build(index, &objspace->weak_refs);
+    /* Called from a mark function (the parent's), the slot is in the list of the marker
+     * tracing it, the one running here; else the collecting thread's. */
+    struct mosaic_marker *marker = current_marker ? current_marker : &objspace->main_marker;
+    struct mosaic_weak_index *index = marker->weak_index;
+    if (!index->built) mosaic_weak_index_build(index, marker->weak_refs);
     size_t pos;
-    if (mosaic_weak_index_remove(index, ptr, &pos)) objspace->weak_refs.items[pos] = NULL;
+    if (mosaic_weak_index_remove(index, ptr, &pos)) marker->weak_refs->items[pos] = NULL;
 }
 
 /* ========================================================== the phase */
@@ -357,33 +501,41 @@ major_mark_start(mosaic_objspace_t *objspace)
 static void
 push_for_rescan(mosaic_objspace_t *objspace, VALUE obj)
 {
-    mark_stack_push(&objspace->mark_stack, obj);
+    mark_stack_push(&objspace->main_marker.stack, obj);
 }
 
-/* Scans until the mark stack and the prefetch queue are both empty. What the stack hands out
- * goes through the queue too, so it is prefetched as well. */
-static void
-mark_drain(mosaic_objspace_t *objspace)
+/* Scans until this marker's mark stack and prefetch queue are both empty. What the stack hands
+ * out goes through the queue too, so it is prefetched as well. Other markers may still be
+ * tracing when it returns (mosaic_mark_workers_finish waits for them). */
+void
+mosaic_marker_drain(mosaic_objspace_t *objspace, struct mosaic_marker *marker)
 {
     VALUE obj;
     unsigned int depth = 0;
     for (;;) {
-        if (mark_stack_pop(&objspace->mark_stack, &obj)) {
+        if (mark_stack_pop(&marker->stack, &obj)) {
             depth = 0;
+            maybe_offer(objspace, marker);
 #if MOSAIC_MARK_QUEUE
             VALUE ready;
-            if (!mark_queue_put(&objspace->mark_queue, obj, 0, &ready, &depth)) continue;
+            if (!mark_queue_put(&marker->queue, obj, 0, &ready, &depth)) continue;
             obj = ready;
 #endif
         }
-        else if (!mark_queue_take(&objspace->mark_queue, &obj, &depth)) {
+        else if (!mark_queue_take(&marker->queue, &obj, &depth)) {
             break;
         }
-        scan_dequeued(objspace, obj, depth);
+        scan_dequeued(objspace, marker, obj, depth);
     }
-    MOSAIC_ASSERT(objspace->mark_depth == 0 && objspace->mark_nest == 0);
-    objspace->mark_parent = Qfalse;
-    objspace->mark_parent_old = false;
+    MOSAIC_ASSERT(marker->depth == 0 && marker->nest == 0);
+    marker->parent = Qfalse;
+    marker->parent_old = false;
+}
+
+static void
+mark_drain(mosaic_objspace_t *objspace)
+{
+    mosaic_marker_drain(objspace, &objspace->main_marker);
 }
 
 static void
@@ -409,18 +561,35 @@ update_weak_references(mosaic_objspace_t *objspace)
 
 /* Marks everything reachable from the roots (full), or from the roots and the remembered
  * set with old objects taken as reached (minor). World stopped, all pages swept. */
+/* Parallel marking pays for its hand-offs only when there is much to trace: at least
+ * parallel_mark_min slots in use (a major GC), or young slots in use (a minor GC: old objects
+ * count as reached), and more than one GC thread configured. */
+static bool
+parallel_mark_p(mosaic_objspace_t *objspace, bool full)
+{
+    if (objspace->params.gc_threads < 2) return false;
+    size_t used = 0;
+    for (int i = 0; i < MOSAIC_HEAP_COUNT; i++) used += objspace->heaps[i].used_slots_at_gc;
+    if (!full) used = used > objspace->old_objects ? used - objspace->old_objects : 0;
+    return used >= objspace->params.parallel_mark_min;
+}
+
 void
 mosaic_mark_phase(mosaic_objspace_t *objspace, bool full)
 {
     objspace->stats.marked_slots = 0;
     objspace->stats.weak_references_count = 0;
     objspace->stats.remembered_rescanned = 0;
-    objspace->mark_parent = Qfalse;
-    objspace->mark_parent_old = false;
     /* With full marks disabled (GC.config(rgengc_allow_full_mark: false)) nothing is promoted:
      * old garbage could then only be freed by an explicit GC.start, as in the default GC. */
     objspace->aging = objspace->params.generational && objspace->params.allow_full_mark;
     objspace->marking = true;
+    struct mosaic_marker *marker = &objspace->main_marker;
+    marker->weak_refs = &objspace->weak_refs;
+    marker->weak_index = &objspace->weak_index;
+    /* Markers start after the objspace's marking state is set: they read it. */
+    bool parallel = parallel_mark_p(objspace, full) && mosaic_mark_workers_begin(objspace);
+    mosaic_marker_begin(objspace, marker, parallel);
 
     if (full) {
         major_mark_start(objspace);
@@ -437,6 +606,8 @@ mosaic_mark_phase(mosaic_objspace_t *objspace, bool full)
     rb_gc_save_machine_context();
     rb_gc_mark_roots(objspace, NULL);
     mark_drain(objspace);
+    if (parallel) mosaic_mark_workers_finish(objspace, marker);
+    mosaic_marker_end(objspace, marker);
 
     update_weak_references(objspace);
     objspace->marking = false;

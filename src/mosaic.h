@@ -256,6 +256,25 @@ struct mosaic_weak_index {
     bool built;
 };
 
+/* One thread's marking state (mark.c). The collecting thread's is objspace->main_marker; each
+ * parallel marking thread has its own (mark_workers.c). Nothing in it is shared. */
+struct mosaic_marker {
+    struct mosaic_mark_stack stack;
+    struct mosaic_mark_queue queue;
+    VALUE parent;                    /* object whose children are being marked (or Qfalse) */
+    bool parent_old;
+    bool shared;                     /* other markers run: set bits atomically, share work */
+    unsigned int depth;              /* depth of the object being scanned, as marked (MOSAIC_MARK_EAGER_DEPTH) */
+    unsigned int nest;               /* scans nested on the C stack (MOSAIC_MARK_NEST_MAX) */
+    unsigned int pushes;             /* pushes since work was last offered to idle markers */
+    size_t marked;                   /* slots this marker marked in this phase */
+    size_t weak_count;               /* weak slots it registered */
+    size_t marked_by_heap[MOSAIC_HEAP_MAX];
+    struct mosaic_ptr_vec *weak_refs; /* where it registers weak slots */
+    struct mosaic_weak_index *weak_index; /* their index, built by a remove_weak (weak_index.c) */
+};
+
+
 /* Tunables, read once at boot (config.c). */
 struct mosaic_params {
     size_t heap_init_slots[MOSAIC_HEAP_MAX];
@@ -284,6 +303,8 @@ struct mosaic_params {
     int auto_compact_policy;         /* MOSAIC_AUTO_COMPACT_OFF / _FRAGMENTATION / _ALWAYS */
     double compact_occupancy;        /* a class compacts when its occupied pages are at most this full */
     double compact_pause_fraction;   /* move budget: this fraction of the mark time */
+    unsigned int gc_threads;         /* MOSAIC_GC_THREADS: threads that mark, the collector's included */
+    size_t parallel_mark_min;        /* MOSAIC_PARALLEL_MARK_MIN: slots in use below which marking stays on one thread */
 };
 
 /* What a major GC does about compaction when GC.auto_compact is false (GC.auto_compact = true
@@ -361,6 +382,9 @@ struct mosaic_stats {
     uint64_t enter_cpu_ns;
     size_t total_moved_objects;      /* compact.c: objects ever moved */
     size_t fragmentation_compact_count;  /* compact.c: compactions the fragmentation policy ran */
+    size_t parallel_marks;           /* mark phases run on several threads (mark_workers.c) */
+    size_t parallel_mark_offers;     /* chunks of mark work handed from one marker to another */
+    size_t parallel_marked_by_threads; /* slots the GC threads (not the collecting one) marked */
     size_t compact_freed_pages;      /* compact.c: pages compactions emptied, ever */
 
     bool profiler_enabled;
@@ -400,15 +424,11 @@ typedef struct mosaic_objspace {
     size_t stress_verified_at;       /* total allocations at the last verification (checking build) */
     rb_event_flag_t hook_events;
 
-    struct mosaic_mark_stack mark_stack;
-    struct mosaic_mark_queue mark_queue;
-    struct mosaic_ptr_vec weak_refs;
+    struct mosaic_marker main_marker; /* the collecting thread's marking state (mark.c) */
+    struct mosaic_ptr_vec weak_refs;  /* weak slots registered this mark phase, all markers' */
     struct mosaic_weak_index weak_index; /* weak_index.c; built only after a remove_weak */
-    VALUE mark_parent;               /* object whose children are being marked (or Qfalse) */
-    bool mark_parent_old;
-    unsigned int mark_depth;         /* depth of the object being scanned, as marked (mark.c, MOSAIC_MARK_EAGER_DEPTH) */
-    unsigned int mark_nest;          /* scans nested on the C stack (mark.c, MOSAIC_MARK_NEST_MAX) */
     bool aging;                      /* this mark phase ages and promotes what it marks */
+    struct mosaic_mark_workers *workers; /* parallel marking threads (mark_workers.c), or NULL */
     void *verify_ctx;                /* set while the heap checker walks edges (verify.c) */
 
     /* Generations (generation.c, pace.c); whether they are on is params.generational. */
@@ -659,6 +679,21 @@ void mosaic_mark_weak(mosaic_objspace_t *objspace, VALUE *ptr);
 void mosaic_remove_weak(mosaic_objspace_t *objspace, VALUE parent, VALUE *ptr);
 void mosaic_mark_phase(mosaic_objspace_t *objspace, bool full);
 void mosaic_mark_stack_free(struct mosaic_mark_stack *stack);
+void mosaic_marker_begin(mosaic_objspace_t *objspace, struct mosaic_marker *marker, bool shared);
+void mosaic_marker_drain(mosaic_objspace_t *objspace, struct mosaic_marker *marker);
+void mosaic_marker_end(mosaic_objspace_t *objspace, struct mosaic_marker *marker);
+struct mosaic_mark_chunk *mosaic_mark_chunk_map(void);
+void mosaic_mark_chunk_unmap(struct mosaic_mark_chunk *chunk);
+void mosaic_mark_stack_push_chunk(struct mosaic_mark_stack *stack, struct mosaic_mark_chunk *chunk);
+struct mosaic_mark_chunk *mosaic_mark_stack_split(struct mosaic_mark_stack *stack);
+
+/* mark_workers.c: parallel marking threads and the work they share */
+bool mosaic_mark_workers_begin(mosaic_objspace_t *objspace);
+bool mosaic_mark_workers_hungry(mosaic_objspace_t *objspace);
+void mosaic_mark_workers_offer(mosaic_objspace_t *objspace, struct mosaic_marker *marker);
+void mosaic_mark_workers_finish(mosaic_objspace_t *objspace, struct mosaic_marker *marker);
+void mosaic_mark_workers_stop(mosaic_objspace_t *objspace);
+size_t mosaic_mark_workers_count(mosaic_objspace_t *objspace);
 
 /* heap.c: the empty-page pool */
 struct mosaic_page *mosaic_pool_take(mosaic_objspace_t *objspace, struct mosaic_heap *heap);

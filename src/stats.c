@@ -44,7 +44,8 @@
     X(mosaic_memory_limit_bytes) X(mosaic_memory_limit_set_aside) X(mosaic_memory_used_bytes) \
     X(mosaic_growth_step_bytes) X(mosaic_growth_trigger_bytes) X(mosaic_grown_bytes) \
     X(mosaic_gc_wall_time) X(mosaic_gc_cpu_time) X(mosaic_pause_max_minor_us) X(mosaic_pause_max_major_us) \
-    X(mosaic_fragmentation_compact_count) X(mosaic_compact_freed_pages)
+    X(mosaic_fragmentation_compact_count) X(mosaic_compact_freed_pages) \
+    X(mosaic_gc_threads) X(mosaic_parallel_marks) X(mosaic_parallel_mark_offers) X(mosaic_parallel_marked_by_threads)
 
 /* Plus, for every field of the memory breakdown (mosaic.h), mosaic_<name>_bytes (now) and
  * mosaic_peak_<name>_bytes (at the GC with the highest RSS). */
@@ -176,6 +177,10 @@ mosaic_stat(mosaic_objspace_t *objspace, VALUE hash_or_sym)
     SET(mosaic_pause_max_major_us, st->pause_max_major_ns / 1000);
     SET(mosaic_fragmentation_compact_count, st->fragmentation_compact_count);
     SET(mosaic_compact_freed_pages, st->compact_freed_pages);
+    SET(mosaic_gc_threads, objspace->params.gc_threads);
+    SET(mosaic_parallel_marks, st->parallel_marks);
+    SET(mosaic_parallel_mark_offers, st->parallel_mark_offers);
+    SET(mosaic_parallel_marked_by_threads, st->parallel_marked_by_threads);
     /* The breakdown: computed only when asked for (mallinfo2 walks malloc's bins). */
     {
         bool wanted = !NIL_P(hash);

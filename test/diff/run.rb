@@ -36,6 +36,9 @@ module DiffRun
     out_r, out_w = IO.pipe
     err_r, err_w = IO.pipe
     env = { "RUBY_GC_LIBRARY" => gc }
+    # The checking build marks every collection on two threads (mark_workers.c), so the
+    # parallel marker is verified after every GC; the release build keeps its threshold.
+    env.merge!("MOSAIC_GC_THREADS" => "2", "MOSAIC_PARALLEL_MARK_MIN" => "0") if gc == "mosaic_check"
     pid = Process.spawn(env, ruby, file, out: out_w, err: err_w, in: File::NULL, pgroup: true)
     out_w.close
     err_w.close

@@ -1,0 +1,285 @@
+/*
+ * mark_workers.c: parallel marking threads and the work they share.
+ *
+ * Owns: the GC threads (MOSAIC_GC_THREADS - 1 of them; the collecting thread is the other
+ * marker), the pool of mark-stack chunks markers hand to each other, and the end of a
+ * parallel mark (every marker idle, no chunk left).
+ *
+ * A parallel mark phase (docs/DESIGN.md section 4, "Parallel marking"):
+ *  1. The collecting thread begins it (mosaic_mark_workers_begin): the threads wake, each with
+ *     its own marker (mark.c) and the VM context of the collecting thread, and wait for work.
+ *  2. The collecting thread marks the roots as in a serial mark. Whenever a marker waits, any
+ *     marker with work hands it half of its mark stack (mosaic_mark_workers_offer, called
+ *     every 64 stack operations while a marker waits: an atomic load otherwise).
+ *  3. After the roots, the collecting thread drains its stack and joins the waiting
+ *     (mosaic_mark_workers_finish). When every marker, it included, waits and the pool is
+ *     empty, nothing is left to mark: no marker holds work, and only a marker with work can
+ *     create more. The threads' counts and weak slots are merged after all have stopped.
+ *
+ * Invariants:
+ *  - The GC threads only run during a mark phase, with the world stopped, and only call
+ *    rb_gc_mark_children (through their marker) and the allocator (xfree from mark functions).
+ *  - They block every signal, so a signal meant for Ruby never lands on them.
+ *  - They are stopped (joined) before fork and started again at the next parallel mark: a
+ *    forked child has only the thread that forked, and Process.daemon's child has no extra
+ *    thread (TestProcess#test_daemon_no_threads). A child forked behind Ruby's back (fork(2)
+ *    from C) notices by its pid and abandons the parent's record instead of waiting for
+ *    threads it does not have.
+ *  - idle counts markers that wait in take_work; the phase is over exactly when
+ *    idle == threads + 1 with the pool empty; after that no marker pushes again.
+ */
+#define _GNU_SOURCE 1 /* pthread_setname_np */
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "mosaic.h"
+
+struct mosaic_mark_worker {
+    struct mosaic_mark_workers *workers;
+    mosaic_objspace_t *objspace;
+    struct mosaic_marker marker;
+    struct mosaic_ptr_vec weak_refs;
+    struct mosaic_weak_index weak_index;
+    struct rb_gc_vm_context vm_context;
+    pthread_t thread;
+    uint64_t cpu_ns;                 /* thread CPU time spent marking in the current phase */
+};
+
+struct mosaic_mark_workers {
+    pthread_mutex_t lock;
+    pthread_cond_t work_cond;        /* threads wait here for a phase, or for work */
+    pthread_cond_t done_cond;        /* the collecting thread waits here for the threads to stop */
+    unsigned int count;              /* threads running */
+    struct mosaic_mark_worker *workers;
+    struct mosaic_mark_chunk *pool;  /* chunks of work handed over, linked through prev */
+    unsigned long phase;             /* incremented by every parallel mark */
+    unsigned int idle;               /* markers waiting in take_work */
+    int hungry;                      /* idle > 0 during a phase: read without the lock */
+    unsigned int finished;           /* threads done with the current phase */
+    bool done;                       /* the current phase has nothing left to mark */
+    bool quit;
+    size_t offers;                   /* chunks handed over in the current phase */
+    pid_t pid;                       /* the process that started the threads */
+};
+
+/* Waits until a chunk of work is in the pool (returns it) or every marker waits with the pool
+ * empty (returns NULL: the phase's marking is complete). */
+static struct mosaic_mark_chunk *
+take_work(struct mosaic_mark_workers *w)
+{
+    pthread_mutex_lock(&w->lock);
+    w->idle++;
+    __atomic_store_n(&w->hungry, 1, __ATOMIC_RELAXED);
+    struct mosaic_mark_chunk *chunk = NULL;
+    for (;;) {
+        if (w->pool) {
+            chunk = w->pool;
+            w->pool = chunk->prev;
+            chunk->prev = NULL;
+            w->idle--;
+            __atomic_store_n(&w->hungry, w->idle > 0, __ATOMIC_RELAXED);
+            break;
+        }
+        if (w->done) break;
+        if (w->idle == w->count + 1) {
+            w->done = true;
+            __atomic_store_n(&w->hungry, 0, __ATOMIC_RELAXED);
+            pthread_cond_broadcast(&w->work_cond);
+            break;
+        }
+        pthread_cond_wait(&w->work_cond, &w->lock);
+    }
+    pthread_mutex_unlock(&w->lock);
+    return chunk;
+}
+
+static void
+mark_until_done(mosaic_objspace_t *objspace, struct mosaic_marker *marker)
+{
+    struct mosaic_mark_workers *w = objspace->workers;
+    for (;;) {
+        mosaic_marker_drain(objspace, marker);
+        struct mosaic_mark_chunk *chunk = take_work(w);
+        if (!chunk) return;
+        mosaic_mark_stack_push_chunk(&marker->stack, chunk);
+    }
+}
+
+static void *
+worker_main(void *arg)
+{
+    struct mosaic_mark_worker *self = arg;
+    struct mosaic_mark_workers *w = self->workers;
+    /* Phases are counted from the threads' start (0): a phase begun before this thread first
+     * takes the lock is still its to join. */
+    unsigned long seen = 0;
+    pthread_setname_np(pthread_self(), "mosaic-mark");
+    pthread_mutex_lock(&w->lock);
+    for (;;) {
+        while (!w->quit && w->phase == seen) pthread_cond_wait(&w->work_cond, &w->lock);
+        if (w->quit) break;
+        seen = w->phase;
+        pthread_mutex_unlock(&w->lock);
+
+        uint64_t cpu_start = mosaic_thread_cpu_ns();
+        rb_gc_worker_thread_set_vm_context(&self->vm_context);
+        mosaic_marker_begin(self->objspace, &self->marker, true);
+        mark_until_done(self->objspace, &self->marker);
+        rb_gc_worker_thread_unset_vm_context(&self->vm_context);
+        self->cpu_ns = mosaic_thread_cpu_ns() - cpu_start;
+
+        pthread_mutex_lock(&w->lock);
+        if (++w->finished == w->count) pthread_cond_signal(&w->done_cond);
+    }
+    pthread_mutex_unlock(&w->lock);
+    mosaic_mark_stack_free(&self->marker.stack);
+    return NULL;
+}
+
+/* Starts the threads (collecting thread, first parallel mark or first after a fork). False if
+ * none could be started: marking then stays on one thread. */
+static bool
+workers_start(mosaic_objspace_t *objspace)
+{
+    unsigned int want = objspace->params.gc_threads - 1;
+    struct mosaic_mark_workers *w = calloc(1, sizeof(*w));
+    if (!w) return false;
+    w->workers = calloc(want, sizeof(*w->workers));
+    if (!w->workers) {
+        free(w);
+        return false;
+    }
+    w->pid = getpid();
+    pthread_mutex_init(&w->lock, NULL);
+    pthread_cond_init(&w->work_cond, NULL);
+    pthread_cond_init(&w->done_cond, NULL);
+
+    sigset_t all, saved;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &saved);
+    for (unsigned int i = 0; i < want; i++) {
+        struct mosaic_mark_worker *self = &w->workers[i];
+        self->workers = w;
+        self->objspace = objspace;
+        self->marker.weak_refs = &self->weak_refs;
+        self->marker.weak_index = &self->weak_index;
+        rb_gc_initialize_vm_context(&self->vm_context);
+        if (pthread_create(&self->thread, NULL, worker_main, self) != 0) {
+            rb_native_mutex_destroy(&self->vm_context.lock);
+            break;
+        }
+        w->count++;
+    }
+    pthread_sigmask(SIG_SETMASK, &saved, NULL);
+
+    objspace->workers = w;
+    if (w->count == 0) {
+        mosaic_mark_workers_stop(objspace);
+        return false;
+    }
+    return true;
+}
+
+/* A parallel mark phase begins (collecting thread, world stopped). */
+bool
+mosaic_mark_workers_begin(mosaic_objspace_t *objspace)
+{
+    /* A fork that bypassed rb_gc_impl_before_fork (fork(2) called by C code) left the threads
+     * behind in the parent: their record is abandoned, never waited for. */
+    if (objspace->workers && objspace->workers->pid != getpid()) objspace->workers = NULL;
+    if (!objspace->workers && !workers_start(objspace)) return false;
+    struct mosaic_mark_workers *w = objspace->workers;
+
+    /* The threads act for the collecting thread: GET_EC() in a mark function is its EC. */
+    struct rb_gc_vm_context here;
+    rb_gc_initialize_vm_context(&here);
+    rb_native_mutex_destroy(&here.lock);
+
+    pthread_mutex_lock(&w->lock);
+    for (unsigned int i = 0; i < w->count; i++) w->workers[i].vm_context.ec = here.ec;
+    w->pool = NULL;
+    w->idle = 0;
+    w->finished = 0;
+    w->done = false;
+    w->offers = 0;
+    __atomic_store_n(&w->hungry, 0, __ATOMIC_RELAXED);
+    w->phase++;
+    pthread_cond_broadcast(&w->work_cond);
+    pthread_mutex_unlock(&w->lock);
+    return true;
+}
+
+bool
+mosaic_mark_workers_hungry(mosaic_objspace_t *objspace)
+{
+    return __atomic_load_n(&objspace->workers->hungry, __ATOMIC_RELAXED);
+}
+
+/* A marker with work hands about half of it to the pool, for a marker that waits. */
+void
+mosaic_mark_workers_offer(mosaic_objspace_t *objspace, struct mosaic_marker *marker)
+{
+    struct mosaic_mark_workers *w = objspace->workers;
+    struct mosaic_mark_chunk *chunk = mosaic_mark_stack_split(&marker->stack);
+    if (!chunk) return;
+    pthread_mutex_lock(&w->lock);
+    chunk->prev = w->pool;
+    w->pool = chunk;
+    w->offers++;
+    /* Whoever takes it clears hungry if no one else waits; until then, no more offers. */
+    __atomic_store_n(&w->hungry, 0, __ATOMIC_RELAXED);
+    pthread_cond_broadcast(&w->work_cond);
+    pthread_mutex_unlock(&w->lock);
+}
+
+/* The collecting thread has marked the roots: it marks along until nothing is left anywhere,
+ * waits for the threads to stop, and merges what they found. */
+void
+mosaic_mark_workers_finish(mosaic_objspace_t *objspace, struct mosaic_marker *marker)
+{
+    struct mosaic_mark_workers *w = objspace->workers;
+    mark_until_done(objspace, marker);
+    pthread_mutex_lock(&w->lock);
+    while (w->finished < w->count) pthread_cond_wait(&w->done_cond, &w->lock);
+    pthread_mutex_unlock(&w->lock);
+    objspace->stats.parallel_marks++;
+    objspace->stats.parallel_mark_offers += w->offers;
+    for (unsigned int i = 0; i < w->count; i++) {
+        objspace->stats.parallel_marked_by_threads += w->workers[i].marker.marked;
+        /* GC CPU time counts every thread's (GC.stat :mosaic_gc_cpu_time). */
+        if (objspace->stats.enter_wall_ns) objspace->stats.gc_cpu_ns += w->workers[i].cpu_ns;
+        mosaic_marker_end(objspace, &w->workers[i].marker);
+    }
+}
+
+size_t
+mosaic_mark_workers_count(mosaic_objspace_t *objspace)
+{
+    return objspace->workers ? objspace->workers->count : 0;
+}
+
+/* Stops and joins the threads (before fork, at exit); the next parallel mark starts them. */
+void
+mosaic_mark_workers_stop(mosaic_objspace_t *objspace)
+{
+    struct mosaic_mark_workers *w = objspace->workers;
+    if (!w) return;
+    pthread_mutex_lock(&w->lock);
+    w->quit = true;
+    pthread_cond_broadcast(&w->work_cond);
+    pthread_mutex_unlock(&w->lock);
+    for (unsigned int i = 0; i < w->count; i++) {
+        pthread_join(w->workers[i].thread, NULL);
+        rb_native_mutex_destroy(&w->workers[i].vm_context.lock);
+        mosaic_ptr_vec_free(&w->workers[i].weak_refs);
+        mosaic_weak_index_reset(&w->workers[i].weak_index);
+    }
+    pthread_mutex_destroy(&w->lock);
+    pthread_cond_destroy(&w->work_cond);
+    pthread_cond_destroy(&w->done_cond);
+    free(w->workers);
+    free(w);
+    objspace->workers = NULL;
+}
