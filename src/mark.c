@@ -219,6 +219,7 @@ mosaic_marker_end(mosaic_objspace_t *objspace, struct mosaic_marker *marker)
     MOSAIC_ASSERT(!marker->stack.top || !marker->stack.top->used);
     for (int i = 0; i < MOSAIC_HEAP_COUNT; i++) objspace->heaps[i].marked_slots += marker->marked_by_heap[i];
     objspace->stats.marked_slots += marker->marked;
+    objspace->phase_traced += marker->marked;
     objspace->stats.weak_references_count += marker->weak_count;
     if (marker->weak_refs != &objspace->weak_refs) {
         for (size_t i = 0; i < marker->weak_refs->size; i++) {
@@ -561,17 +562,21 @@ update_weak_references(mosaic_objspace_t *objspace)
 
 /* Marks everything reachable from the roots (full), or from the roots and the remembered
  * set with old objects taken as reached (minor). World stopped, all pages swept. */
-/* Parallel marking pays for its hand-offs only when there is much to trace: at least
- * parallel_mark_min slots in use (a major GC), or young slots in use (a minor GC: old objects
- * count as reached), and more than one GC thread configured. */
+/* Parallel marking pays for its hand-offs only when there is much to trace: when the latest
+ * mark phase of the same kind traced at least parallel_mark_min slots (a minor GC traces what
+ * survives of the young, usually far less than the young slots in use), and more than one GC
+ * thread is configured. Before the first of its kind, the slots in use (major) or young slots
+ * in use (minor) stand for it. */
 static bool
 parallel_mark_p(mosaic_objspace_t *objspace, bool full)
 {
     if (objspace->params.gc_threads < 2) return false;
-    size_t used = 0;
-    for (int i = 0; i < MOSAIC_HEAP_COUNT; i++) used += objspace->heaps[i].used_slots_at_gc;
-    if (!full) used = used > objspace->old_objects ? used - objspace->old_objects : 0;
-    return used >= objspace->params.parallel_mark_min;
+    size_t expected = objspace->last_traced[full] - 1;   /* stored plus one: 0 is "none yet" */
+    if (objspace->last_traced[full] == 0) {
+        for (int i = 0; i < MOSAIC_HEAP_COUNT; i++) expected += objspace->heaps[i].used_slots_at_gc;
+        if (!full) expected = expected > objspace->old_objects ? expected - objspace->old_objects : 0;
+    }
+    return expected >= objspace->params.parallel_mark_min;
 }
 
 void
@@ -588,6 +593,7 @@ mosaic_mark_phase(mosaic_objspace_t *objspace, bool full)
     marker->weak_refs = &objspace->weak_refs;
     marker->weak_index = &objspace->weak_index;
     /* Markers start after the objspace's marking state is set: they read it. */
+    objspace->phase_traced = 0;
     bool parallel = parallel_mark_p(objspace, full) && mosaic_mark_workers_begin(objspace);
     mosaic_marker_begin(objspace, marker, parallel);
 
@@ -608,6 +614,7 @@ mosaic_mark_phase(mosaic_objspace_t *objspace, bool full)
     mark_drain(objspace);
     if (parallel) mosaic_mark_workers_finish(objspace, marker);
     mosaic_marker_end(objspace, marker);
+    objspace->last_traced[full] = objspace->phase_traced + 1;
 
     update_weak_references(objspace);
     objspace->marking = false;

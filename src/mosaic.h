@@ -429,6 +429,8 @@ typedef struct mosaic_objspace {
     struct mosaic_weak_index weak_index; /* weak_index.c; built only after a remove_weak */
     bool aging;                      /* this mark phase ages and promotes what it marks */
     struct mosaic_mark_workers *workers; /* parallel marking threads (mark_workers.c), or NULL */
+    size_t phase_traced;             /* slots traced (newly marked) by the running mark phase */
+    size_t last_traced[2];           /* ... by the latest minor [0] and major [1] mark phase, plus one (0: none yet) */
     void *verify_ctx;                /* set while the heap checker walks edges (verify.c) */
 
     /* Generations (generation.c, pace.c); whether they are on is params.generational. */
