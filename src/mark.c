@@ -571,8 +571,12 @@ static bool
 parallel_mark_p(mosaic_objspace_t *objspace, bool full)
 {
     if (objspace->params.gc_threads < 2) return false;
-    size_t expected = objspace->last_traced[full] - 1;   /* stored plus one: 0 is "none yet" */
-    if (objspace->last_traced[full] == 0) {
+    size_t expected;
+    if (objspace->last_traced[full]) {
+        expected = objspace->last_traced[full] - 1;   /* stored plus one: 0 is "none yet" */
+    }
+    else {
+        expected = 0;
         for (int i = 0; i < MOSAIC_HEAP_COUNT; i++) expected += objspace->heaps[i].used_slots_at_gc;
         if (!full) expected = expected > objspace->old_objects ? expected - objspace->old_objects : 0;
     }

@@ -19,7 +19,8 @@
  * Invariants:
  *  - The GC threads only run during a mark phase, with the world stopped, and only call
  *    rb_gc_mark_children (through their marker) and the allocator (xfree from mark functions).
- *  - They block every signal, so a signal meant for Ruby never lands on them.
+ *  - They block every signal but the synchronous faults (SIGSEGV, SIGBUS, SIGILL, SIGFPE,
+ *    SIGABRT), so a signal meant for Ruby never lands on them and a crash still reports.
  *  - They are stopped (joined) before fork and started again at the next parallel mark: a
  *    forked child has only the thread that forked, and Process.daemon's child has no extra
  *    thread (TestProcess#test_daemon_no_threads). A child forked behind Ruby's back (fork(2)
@@ -116,6 +117,16 @@ worker_main(void *arg)
      * takes the lock is still its to join. */
     unsigned long seen = 0;
     pthread_setname_np(pthread_self(), "mosaic-mark");
+    /* Created with every signal blocked; a fault in a mark function must still reach Ruby's
+     * handler (a [BUG] report with a backtrace), not kill the process silently. */
+    sigset_t faults;
+    sigemptyset(&faults);
+    sigaddset(&faults, SIGSEGV);
+    sigaddset(&faults, SIGBUS);
+    sigaddset(&faults, SIGILL);
+    sigaddset(&faults, SIGFPE);
+    sigaddset(&faults, SIGABRT);
+    pthread_sigmask(SIG_UNBLOCK, &faults, NULL);
     pthread_mutex_lock(&w->lock);
     for (;;) {
         while (!w->quit && w->phase == seen) pthread_cond_wait(&w->work_cond, &w->lock);
@@ -266,6 +277,12 @@ mosaic_mark_workers_stop(mosaic_objspace_t *objspace)
 {
     struct mosaic_mark_workers *w = objspace->workers;
     if (!w) return;
+    /* A child forked behind Ruby's back has none of these threads (and their ids may be
+     * reused by its own): abandon the record, never join. */
+    if (w->pid != getpid()) {
+        objspace->workers = NULL;
+        return;
+    }
     pthread_mutex_lock(&w->lock);
     w->quit = true;
     pthread_cond_broadcast(&w->work_cond);
