@@ -18,18 +18,12 @@
  */
 #include "mosaic.h"
 
-static inline void
-bits_atomic_set(mosaic_bits_t *bits, size_t i)
-{
-    __atomic_fetch_or(&bits[i / 64], (mosaic_bits_t)1 << (i % 64), __ATOMIC_RELAXED);
-}
-
 void
 mosaic_remember(mosaic_objspace_t *objspace, VALUE obj)
 {
     struct mosaic_page *page = mosaic_page_of(obj);
     size_t bit = mosaic_bit_index(page, obj);
-    if (!mosaic_bit_test(page->remembered_bits, bit)) bits_atomic_set(page->remembered_bits, bit);
+    if (!mosaic_bit_test(page->remembered_bits, bit)) mosaic_bit_set_atomic(page->remembered_bits, bit);
 }
 
 /* rb_gc_impl_writebarrier: `a` now refers to `b`. */
@@ -48,7 +42,7 @@ mosaic_writebarrier_unprotect(mosaic_objspace_t *objspace, VALUE obj)
     if (RB_SPECIAL_CONST_P(obj)) return;
     struct mosaic_page *page = mosaic_page_of(obj);
     size_t bit = mosaic_bit_index(page, obj);
-    if (!mosaic_bit_test(page->wb_unprotected_bits, bit)) bits_atomic_set(page->wb_unprotected_bits, bit);
+    if (!mosaic_bit_test(page->wb_unprotected_bits, bit)) mosaic_bit_set_atomic(page->wb_unprotected_bits, bit);
 }
 
 /* rb_gc_impl_writebarrier_remember: obj was written in bulk; rescan it at the next minor GC. */

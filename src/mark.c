@@ -237,14 +237,14 @@ mosaic_marker_end(mosaic_objspace_t *objspace, struct mosaic_marker *marker)
 static inline void
 bit_set(mosaic_bits_t *bits, size_t i, bool shared)
 {
-    if (shared) __atomic_fetch_or(&bits[i / 64], (mosaic_bits_t)1 << (i % 64), __ATOMIC_RELAXED);
+    if (shared) mosaic_bit_set_atomic(bits, i);
     else mosaic_bit_set(bits, i);
 }
 
 static inline void
 bit_clear(mosaic_bits_t *bits, size_t i, bool shared)
 {
-    if (shared) __atomic_fetch_and(&bits[i / 64], ~((mosaic_bits_t)1 << (i % 64)), __ATOMIC_RELAXED);
+    if (shared) mosaic_bit_clear_atomic(bits, i);
     else mosaic_bit_clear(bits, i);
 }
 

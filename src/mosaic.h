@@ -571,6 +571,20 @@ mosaic_bit_clear(mosaic_bits_t *bits, size_t i)
     bits[i / 64] &= ~((mosaic_bits_t)1 << (i % 64));
 }
 
+/* For bitmap words other threads may write at the same time (write barriers of other Ractors,
+ * other markers). */
+static inline void
+mosaic_bit_set_atomic(mosaic_bits_t *bits, size_t i)
+{
+    __atomic_fetch_or(&bits[i / 64], (mosaic_bits_t)1 << (i % 64), __ATOMIC_RELAXED);
+}
+
+static inline void
+mosaic_bit_clear_atomic(mosaic_bits_t *bits, size_t i)
+{
+    __atomic_fetch_and(&bits[i / 64], ~((mosaic_bits_t)1 << (i % 64)), __ATOMIC_RELAXED);
+}
+
 static inline bool
 mosaic_marked_p(VALUE obj)
 {
