@@ -205,21 +205,23 @@ mosaic_marker_begin(mosaic_objspace_t *objspace, struct mosaic_marker *marker, b
     marker->depth = 0;
     marker->nest = 0;
     marker->pushes = 0;
-    marker->marked = 0;
     marker->weak_count = 0;
     memset(marker->marked_by_heap, 0, sizeof(marker->marked_by_heap));
     current_marker = marker;
 }
 
 /* Ends `marker`'s phase (collecting thread, every marker idle): its counts go to the heaps and
- * the statistics, its weak slots to the objspace's list. */
-void
+ * the statistics, its weak slots to the objspace's list. Returns the slots it marked. */
+size_t
 mosaic_marker_end(mosaic_objspace_t *objspace, struct mosaic_marker *marker)
 {
     MOSAIC_ASSERT(!marker->stack.top || !marker->stack.top->used);
-    for (int i = 0; i < MOSAIC_HEAP_COUNT; i++) objspace->heaps[i].marked_slots += marker->marked_by_heap[i];
-    objspace->stats.marked_slots += marker->marked;
-    objspace->phase_traced += marker->marked;
+    size_t marked = 0;
+    for (int i = 0; i < MOSAIC_HEAP_COUNT; i++) {
+        objspace->heaps[i].marked_slots += marker->marked_by_heap[i];
+        marked += marker->marked_by_heap[i];
+    }
+    objspace->stats.marked_slots += marked;
     objspace->stats.weak_references_count += marker->weak_count;
     if (marker->weak_refs != &objspace->weak_refs) {
         for (size_t i = 0; i < marker->weak_refs->size; i++) {
@@ -230,6 +232,7 @@ mosaic_marker_end(mosaic_objspace_t *objspace, struct mosaic_marker *marker)
     }
     marker->shared = false;
     if (current_marker == marker) current_marker = NULL;
+    return marked;
 }
 
 /* ======================================================= mark entries */
@@ -368,7 +371,6 @@ mosaic_mark(mosaic_objspace_t *objspace, VALUE obj, bool pin)
     if (pin && !mosaic_bit_test(page->pinned_bits, bit)) bit_set(page->pinned_bits, bit, shared);
     if (mark_bit_claim(page->mark_bits, bit, shared)) {
         marker->marked_by_heap[page->heap - objspace->heaps]++;
-        marker->marked++;
         if (objspace->aging) age_and_promote(page, bit, shared);
         /* Old parent, child still young after this mark: keep the edge in the remembered set.
          * (With other markers, a child another marker is promoting may still read young: the
@@ -597,7 +599,6 @@ mosaic_mark_phase(mosaic_objspace_t *objspace, bool full)
     marker->weak_refs = &objspace->weak_refs;
     marker->weak_index = &objspace->weak_index;
     /* Markers start after the objspace's marking state is set: they read it. */
-    objspace->phase_traced = 0;
     bool parallel = parallel_mark_p(objspace, full) && mosaic_mark_workers_begin(objspace);
     mosaic_marker_begin(objspace, marker, parallel);
 
@@ -616,9 +617,9 @@ mosaic_mark_phase(mosaic_objspace_t *objspace, bool full)
     rb_gc_save_machine_context();
     rb_gc_mark_roots(objspace, NULL);
     mark_drain(objspace);
-    if (parallel) mosaic_mark_workers_finish(objspace, marker);
-    mosaic_marker_end(objspace, marker);
-    objspace->last_traced[full] = objspace->phase_traced + 1;
+    size_t traced = parallel ? mosaic_mark_workers_finish(objspace, marker) : 0;
+    traced += mosaic_marker_end(objspace, marker);
+    objspace->last_traced[full] = traced + 1;
 
     update_weak_references(objspace);
     objspace->marking = false;

@@ -246,8 +246,9 @@ mosaic_mark_workers_offer(mosaic_objspace_t *objspace, struct mosaic_marker *mar
 }
 
 /* The collecting thread has marked the roots: it marks along until nothing is left anywhere,
- * waits for the threads to stop, and merges what they found. */
-void
+ * waits for the threads to stop, and merges what they found. Returns the slots the GC threads
+ * marked. */
+size_t
 mosaic_mark_workers_finish(mosaic_objspace_t *objspace, struct mosaic_marker *marker)
 {
     struct mosaic_mark_workers *w = objspace->workers;
@@ -257,12 +258,14 @@ mosaic_mark_workers_finish(mosaic_objspace_t *objspace, struct mosaic_marker *ma
     pthread_mutex_unlock(&w->lock);
     objspace->stats.parallel_marks++;
     objspace->stats.parallel_mark_offers += w->offers;
+    size_t marked = 0;
     for (unsigned int i = 0; i < w->count; i++) {
-        objspace->stats.parallel_marked_by_threads += w->workers[i].marker.marked;
         /* GC CPU time counts every thread's (GC.stat :mosaic_gc_cpu_time). */
         if (objspace->stats.enter_wall_ns) objspace->stats.gc_cpu_ns += w->workers[i].cpu_ns;
-        mosaic_marker_end(objspace, &w->workers[i].marker);
+        marked += mosaic_marker_end(objspace, &w->workers[i].marker);
     }
+    objspace->stats.parallel_marked_by_threads += marked;
+    return marked;
 }
 
 size_t

@@ -267,9 +267,8 @@ struct mosaic_marker {
     unsigned int depth;              /* depth of the object being scanned, as marked (MOSAIC_MARK_EAGER_DEPTH) */
     unsigned int nest;               /* scans nested on the C stack (MOSAIC_MARK_NEST_MAX) */
     unsigned int pushes;             /* pushes since work was last offered to idle markers */
-    size_t marked;                   /* slots this marker marked in this phase */
     size_t weak_count;               /* weak slots it registered */
-    size_t marked_by_heap[MOSAIC_HEAP_MAX];
+    size_t marked_by_heap[MOSAIC_HEAP_MAX]; /* slots this marker marked in this phase, by class */
     struct mosaic_ptr_vec *weak_refs; /* where it registers weak slots */
     struct mosaic_weak_index *weak_index; /* their index, built by a remove_weak (weak_index.c) */
 };
@@ -429,7 +428,6 @@ typedef struct mosaic_objspace {
     struct mosaic_weak_index weak_index; /* weak_index.c; built only after a remove_weak */
     bool aging;                      /* this mark phase ages and promotes what it marks */
     struct mosaic_mark_workers *workers; /* parallel marking threads (mark_workers.c), or NULL */
-    size_t phase_traced;             /* slots traced (newly marked) by the running mark phase */
     size_t last_traced[2];           /* ... by the latest minor [0] and major [1] mark phase, plus one (0: none yet) */
     void *verify_ctx;                /* set while the heap checker walks edges (verify.c) */
 
@@ -697,7 +695,7 @@ void mosaic_mark_phase(mosaic_objspace_t *objspace, bool full);
 void mosaic_mark_stack_free(struct mosaic_mark_stack *stack);
 void mosaic_marker_begin(mosaic_objspace_t *objspace, struct mosaic_marker *marker, bool shared);
 void mosaic_marker_drain(mosaic_objspace_t *objspace, struct mosaic_marker *marker);
-void mosaic_marker_end(mosaic_objspace_t *objspace, struct mosaic_marker *marker);
+size_t mosaic_marker_end(mosaic_objspace_t *objspace, struct mosaic_marker *marker);
 struct mosaic_mark_chunk *mosaic_mark_chunk_map(void);
 void mosaic_mark_chunk_unmap(struct mosaic_mark_chunk *chunk);
 void mosaic_mark_stack_push_chunk(struct mosaic_mark_stack *stack, struct mosaic_mark_chunk *chunk);
@@ -707,7 +705,7 @@ struct mosaic_mark_chunk *mosaic_mark_stack_split(struct mosaic_mark_stack *stac
 bool mosaic_mark_workers_begin(mosaic_objspace_t *objspace);
 bool mosaic_mark_workers_hungry(mosaic_objspace_t *objspace);
 void mosaic_mark_workers_offer(mosaic_objspace_t *objspace, struct mosaic_marker *marker);
-void mosaic_mark_workers_finish(mosaic_objspace_t *objspace, struct mosaic_marker *marker);
+size_t mosaic_mark_workers_finish(mosaic_objspace_t *objspace, struct mosaic_marker *marker);
 void mosaic_mark_workers_stop(mosaic_objspace_t *objspace);
 size_t mosaic_mark_workers_count(mosaic_objspace_t *objspace);
 
