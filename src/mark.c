@@ -50,7 +50,7 @@
  * its parent, so each one copied shared pages that stayed private after the GC (3336 kB in
  * test_gc_in_forked_child_keeps_pages_shared with the Array held that way); mapped chunks are
  * fresh pages, given back at the end of marking. */
-struct mosaic_mark_chunk *
+static struct mosaic_mark_chunk *
 mosaic_mark_chunk_map(void)
 {
     void *p = mmap(NULL, sizeof(struct mosaic_mark_chunk), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -58,7 +58,7 @@ mosaic_mark_chunk_map(void)
     return p;
 }
 
-void
+static void
 mosaic_mark_chunk_unmap(struct mosaic_mark_chunk *chunk)
 {
     if (chunk) munmap(chunk, sizeof(struct mosaic_mark_chunk));

@@ -268,12 +268,6 @@ mosaic_mark_workers_finish(mosaic_objspace_t *objspace, struct mosaic_marker *ma
     return marked;
 }
 
-size_t
-mosaic_mark_workers_count(mosaic_objspace_t *objspace)
-{
-    return objspace->workers ? objspace->workers->count : 0;
-}
-
 /* Stops and joins the threads (before fork, at exit); the next parallel mark starts them. */
 void
 mosaic_mark_workers_stop(mosaic_objspace_t *objspace)

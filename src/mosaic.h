@@ -696,8 +696,6 @@ void mosaic_mark_stack_free(struct mosaic_mark_stack *stack);
 void mosaic_marker_begin(mosaic_objspace_t *objspace, struct mosaic_marker *marker, bool shared);
 void mosaic_marker_drain(mosaic_objspace_t *objspace, struct mosaic_marker *marker);
 size_t mosaic_marker_end(mosaic_objspace_t *objspace, struct mosaic_marker *marker);
-struct mosaic_mark_chunk *mosaic_mark_chunk_map(void);
-void mosaic_mark_chunk_unmap(struct mosaic_mark_chunk *chunk);
 void mosaic_mark_stack_push_chunk(struct mosaic_mark_stack *stack, struct mosaic_mark_chunk *chunk);
 struct mosaic_mark_chunk *mosaic_mark_stack_split(struct mosaic_mark_stack *stack);
 
@@ -707,7 +705,6 @@ bool mosaic_mark_workers_hungry(mosaic_objspace_t *objspace);
 void mosaic_mark_workers_offer(mosaic_objspace_t *objspace, struct mosaic_marker *marker);
 size_t mosaic_mark_workers_finish(mosaic_objspace_t *objspace, struct mosaic_marker *marker);
 void mosaic_mark_workers_stop(mosaic_objspace_t *objspace);
-size_t mosaic_mark_workers_count(mosaic_objspace_t *objspace);
 
 /* heap.c: the empty-page pool */
 struct mosaic_page *mosaic_pool_take(mosaic_objspace_t *objspace, struct mosaic_heap *heap);
