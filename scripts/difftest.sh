@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Differential stress test (test/diff/README.md): random programs over what a GC touches, run
-# under default, mosaic and the checking build mosaic_check (when installed); every output must
+# under default, mosaic and the checking build (mosaic_check, and mosaic_check_steps: incremental
+# marking in steps of 64 slots; when installed); every output must
 # equal default's. Runs the regression scripts in test/diff/regress/ first, then seeds.
 #
 #   scripts/difftest.sh                 the CI budget: seeds 1..$DIFFTEST_CI_SEEDS (about 3 minutes on 2 cores)

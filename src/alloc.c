@@ -150,12 +150,27 @@ cache_refill(mosaic_objspace_t *objspace, struct mosaic_cache *cache, size_t hea
     /* A collection empties this cache; a slot another path left there is still good. */
     if ((slot = cache->heaps[heap_index].freelist) != NULL) goto done;
 
+    /* A major GC marking in steps: a step per refill, sized by the page the refill takes
+     * (collect.c). It may end the marking, which empties this cache. */
+    if (RB_UNLIKELY(objspace->incremental_marking)) {
+        mosaic_incremental_step(objspace, heap->slots_per_page);
+        if ((slot = cache->heaps[heap_index].freelist) != NULL) goto done;
+    }
+    else if (RB_UNLIKELY(objspace->need_major) && mosaic_incremental_start_due(objspace)) {
+        /* The pacer asked for a major GC that marks in steps, and the sweep has held pages
+         * back for it: it starts now (its start pause), with room to allocate while marking. */
+        mosaic_collect(objspace, MOSAIC_REASON_NEWOBJ);
+        if ((slot = cache->heaps[heap_index].freelist) != NULL) goto done;
+    }
+
     bool collected = false;
     for (;;) {
         struct mosaic_page *page = heap_take_free_page(objspace, heap);
         if (!page) page = heap_grow(objspace, heap, objspace->dont_gc || collected);
         if (!page && !collected && !objspace->dont_gc) {
             collected = true;
+            /* Allocation outran an incremental mark: it finishes in this collection. */
+            if (objspace->incremental_marking) heap->force_incremental_finishes++;
             mosaic_collect(objspace, MOSAIC_REASON_NEWOBJ);
             if ((slot = cache->heaps[heap_index].freelist) != NULL) goto done;
             continue;
@@ -213,10 +228,8 @@ stress_minor_collect(mosaic_objspace_t *objspace)
 {
     unsigned int lev = rb_gc_vm_lock();
     if (objspace->params.stress_compact) {
-        objspace->compact_next = true;
         objspace->compact_toward_empty = (objspace->stress_compactions++ & 1) != 0;
-        mosaic_collect(objspace, MOSAIC_REASON_STRESS | MOSAIC_REASON_FULL_MARK);
-        objspace->compact_next = false;
+        mosaic_collect(objspace, MOSAIC_REASON_STRESS | MOSAIC_REASON_FULL_MARK | MOSAIC_REASON_COMPACT);
         objspace->compact_toward_empty = false;
     }
     else {

@@ -142,9 +142,9 @@ rb_gc_impl_start(void *objspace_ptr, bool full_mark, bool immediate_mark, bool i
     unsigned int reason = MOSAIC_REASON_METHOD;
     if (full_mark || compact) reason |= MOSAIC_REASON_FULL_MARK | MOSAIC_REASON_MAJOR_FORCE;
     if (immediate_sweep || compact) reason |= MOSAIC_REASON_IMMEDIATE_SWEEP;
-    objspace->compact_next = compact;
+    if (compact) reason |= MOSAIC_REASON_COMPACT;
+    if (!immediate_mark && full_mark && !compact) reason |= MOSAIC_REASON_STEPS;
     mosaic_collect(objspace, reason);
-    objspace->compact_next = false;
     mosaic_finalize_deferred(objspace);
 }
 
@@ -374,6 +374,9 @@ rb_gc_impl_object_id_to_ref(void *objspace_ptr, VALUE object_id)
 void
 rb_gc_impl_before_fork(void *objspace_ptr)
 {
+    /* A major GC marking in steps ends first: the child starts from a complete cycle (its
+     * after_fork makes what it inherited old, which a half-done mark would not survive). */
+    mosaic_incremental_finish(objspace_ptr);
     /* The marking threads stop here and start again at the next parallel mark, in the
      * parent and in the child (mark_workers.c): a fork copies only the forking thread. */
     mosaic_mark_workers_stop(objspace_ptr);

@@ -22,6 +22,14 @@
  * Pages that sat in the empty-page pool through the whole previous cycle are released at
  * step 2 (heap.c).
  *
+ * Incremental marking (DESIGN section 10): a major GC the pacer starts (MOSAIC_INCREMENTAL)
+ * stops at step 4 once the roots are marked (the start pause) and leaves; steps (pauses of
+ * their own) trace a bounded amount at cache refills (alloc.c); the final pause
+ * (mosaic_incremental_finish) marks the roots again, traces the marked wb-unprotected
+ * objects again, and runs steps 4-7. Any collection asked for meanwhile finishes that cycle
+ * first; one that is not GC.start or a compaction is then done (the finished major GC did
+ * more than it asked).
+ *
  * Time (GC.stat, docs/DESIGN.md section 7): :time is marking + sweeping (compaction counted
  * with sweeping), wall clock; every stay between enter and leave also adds to
  * :mosaic_gc_wall_time, :mosaic_gc_cpu_time and its kind's longest pause (account_stay).
@@ -97,6 +105,10 @@ verify_due(mosaic_objspace_t *objspace)
     return true;
 }
 
+static bool incremental_p(mosaic_objspace_t *objspace, unsigned int reason);
+static void set_mark_pace(mosaic_objspace_t *objspace);
+static void finish_cycle(mosaic_objspace_t *objspace, unsigned int reason, bool compact, uint64_t start_ns, unsigned int *lev);
+
 /* Runs one full collection. Returns false when the GC did not run (disabled, not ready). */
 bool
 mosaic_collect(mosaic_objspace_t *objspace, unsigned int reason)
@@ -104,6 +116,14 @@ mosaic_collect(mosaic_objspace_t *objspace, unsigned int reason)
     if (objspace->dont_gc && !(reason & MOSAIC_REASON_METHOD)) return false;
     if (!gc_allowed_here()) return false;
     if (objspace->sorted_count == 0) return false;  /* heap not ready */
+
+    if (objspace->incremental_marking) {
+        /* A major GC marks in steps: it ends now. What a minor GC, the pacer or the malloc
+         * limit asked for is done by it; GC.start and compaction then run their own. */
+        objspace->stats.incremental_forced_finishes++;
+        mosaic_incremental_finish(objspace);
+        if (!(reason & (MOSAIC_REASON_METHOD | MOSAIC_REASON_COMPACT))) return true;
+    }
 
     unsigned int lev;
     mosaic_gc_enter(objspace, &lev, true);
@@ -151,11 +171,12 @@ mosaic_collect(mosaic_objspace_t *objspace, unsigned int reason)
     bool may_compact = full && objspace->heap_walk_depth == 0;
     bool auto_ok = may_compact && !(reason & MOSAIC_REASON_INSIDE_MALLOC);
     int policy = objspace->params.auto_compact_policy;
-    bool compact = may_compact && (objspace->compact_next || (auto_ok && (objspace->auto_compact || policy == MOSAIC_AUTO_COMPACT_ALWAYS)));
+    bool asked = (reason & MOSAIC_REASON_COMPACT) != 0;
+    bool compact = may_compact && (asked || (auto_ok && (objspace->auto_compact || policy == MOSAIC_AUTO_COMPACT_ALWAYS)));
     if (compact) {
         /* Compaction sweeps at once; latest_gc_info(:immediate_sweep) still says what the cycle
          * was asked, as the default GC does under GC.auto_compact (test_start_immediate_sweep). */
-        objspace->compact_trigger = objspace->compact_next ? MOSAIC_COMPACT_BY_METHOD
+        objspace->compact_trigger = asked ? MOSAIC_COMPACT_BY_METHOD
             : objspace->auto_compact ? MOSAIC_COMPACT_BY_AUTO_COMPACT : MOSAIC_COMPACT_BY_ALWAYS;
     }
     /* Otherwise the fragmentation policy decides after the mark, from the mark bits. */
@@ -201,7 +222,20 @@ mosaic_collect(mosaic_objspace_t *objspace, unsigned int reason)
     rb_gc_event_hook(0, RUBY_INTERNAL_EVENT_GC_START);
     objspace->gc_state = MOSAIC_STATE_MARKING;
 
-    /* 4. Mark. */
+    /* 4. Mark: at once, or (a major GC the pacer started) its start pause only. */
+    if (full && !compact && incremental_p(objspace, reason)) {
+        uint64_t t = measure ? mosaic_now_ns() : 0;
+        objspace->incremental_reason = reason & ~MOSAIC_REASON_IMMEDIATE_MARK;
+        objspace->stats.latest_reason = objspace->incremental_reason;
+        objspace->reserving = false;
+        for (int i = 0; i < MOSAIC_HEAP_COUNT; i++) mosaic_heap_release_reserve(&objspace->heaps[i]);
+        mosaic_mark_incremental_start(objspace);
+        set_mark_pace(objspace);
+        objspace->stats.incremental_marks++;
+        if (measure) objspace->stats.marking_time_ns += mosaic_now_ns() - t;
+        mosaic_gc_exit(objspace, &lev);
+        return true;
+    }
     uint64_t mark_start = measure || by_fragmentation ? mosaic_now_ns() : 0;
     mosaic_mark_phase(objspace, full);
     uint64_t mark_ns = mark_start ? mosaic_now_ns() - mark_start : 0;
@@ -218,6 +252,17 @@ mosaic_collect(mosaic_objspace_t *objspace, unsigned int reason)
             objspace->compact_trigger = MOSAIC_COMPACT_BY_FRAGMENTATION;
         }
     }
+
+    finish_cycle(objspace, reason, compact, start_ns, &lev);
+    return true;
+}
+
+/* Steps 5-7 of a cycle whose mark is complete (GC_END_MARK fired): pace, sweep (at once, or
+ * lazily), compact, leave. */
+static void
+finish_cycle(mosaic_objspace_t *objspace, unsigned int reason, bool compact, uint64_t start_ns, unsigned int *lev)
+{
+    bool measure = objspace->measure_time;
 
     /* 5. Pace. */
     mosaic_pace_after_mark(objspace);
@@ -243,7 +288,7 @@ mosaic_collect(mosaic_objspace_t *objspace, unsigned int reason)
     /* 7. Leave. */
     mosaic_memory_after_gc(objspace, reason);
     bool verify = verify_due(objspace);
-    mosaic_gc_exit(objspace, &lev);
+    mosaic_gc_exit(objspace, lev);
 
     if (objspace->zombies && !ruby_free_at_exit_p()) {
         rb_postponed_job_trigger(objspace->finalize_job);
@@ -253,12 +298,120 @@ mosaic_collect(mosaic_objspace_t *objspace, unsigned int reason)
         /* The checker finishes a lazy sweep first; it stops with rb_bug on a broken heap. */
         mosaic_verify_heap(objspace, true);
     }
-    return true;
 }
 
-/* Finishes any work of the current cycle (lazy sweep). */
+/* ================================================== incremental marking */
+
+/* Which major GCs mark in steps: those the pacer starts (a refill found no room, or the malloc
+ * limit), on a heap large enough for a whole mark to be a long pause, and GC.start(immediate_mark:
+ * false) whatever the size. Not any other GC.start, GC.stress, compaction, or during a heap
+ * walk. MOSAIC_STRESS_INCREMENTAL drops the size bound. */
+static bool
+incremental_p(mosaic_objspace_t *objspace, unsigned int reason)
+{
+    if (!objspace->params.incremental || objspace->gc_stress || objspace->heap_walk_depth > 0) return false;
+    if (reason & MOSAIC_REASON_STEPS) return !(reason & (MOSAIC_REASON_COMPACT | MOSAIC_REASON_STRESS));
+    /* The stress gate's forced collections (MOSAIC_STRESS_MINOR) that the pacer made major. */
+    if ((reason & MOSAIC_REASON_STRESS) && objspace->params.stress_incremental) return !(reason & MOSAIC_REASON_COMPACT);
+    if (reason & (MOSAIC_REASON_METHOD | MOSAIC_REASON_STRESS | MOSAIC_REASON_IMMEDIATE_SWEEP)) return false;
+    if (!(reason & (MOSAIC_REASON_NEWOBJ | MOSAIC_REASON_MALLOC))) return false;
+    if (objspace->params.stress_incremental) return true;
+    size_t live = objspace->last_traced[1] ? objspace->last_traced[1] - 1 : 0;
+    if (!live) {
+        for (int i = 0; i < MOSAIC_HEAP_COUNT; i++) live += objspace->heaps[i].used_slots_at_gc;
+    }
+    return live >= objspace->params.incremental_min;
+}
+
+/* The next collection is a major GC that will mark in steps (the pacer asked for a major; the
+ * heap is large enough): the sweep then holds pages back for it (sweep.c). */
+bool
+mosaic_incremental_wanted(mosaic_objspace_t *objspace)
+{
+    return objspace->need_major && !objspace->incremental_marking && incremental_p(objspace, MOSAIC_REASON_NEWOBJ);
+}
+
+/* That major GC starts as soon as the sweep has held its pages back (the sweep has ended), not
+ * when the heap is full: the held-back pages are its room (alloc.c, at a cache refill). */
+bool
+mosaic_incremental_start_due(mosaic_objspace_t *objspace)
+{
+    return !objspace->lazy_sweeping && !objspace->dont_gc && !objspace->during_gc &&
+        mosaic_incremental_wanted(objspace);
+}
+
+/* How much a step marks (DESIGN section 10, "Pacing by allocation"): L slots to mark (the
+ * latest major GC's count), F free slots the caches can take before the heap must grow or
+ * collect; a step per refill marks 2 * L / F slots per slot the refill takes, so marking ends
+ * with about half of the room left. */
+static void
+set_mark_pace(mosaic_objspace_t *objspace)
+{
+    double live = (double)(objspace->last_traced[1] ? objspace->last_traced[1] - 1 : 0);
+    double free = 0;
+    for (int i = 0; i < MOSAIC_HEAP_COUNT; i++) {
+        struct mosaic_heap *heap = &objspace->heaps[i];
+        if (!objspace->last_traced[1]) live += (double)heap->used_slots_at_gc;
+        size_t total = heap->page_count * heap->slots_per_page;
+        free += (double)(total > heap->used_slots_at_gc ? total - heap->used_slots_at_gc : 0);
+        free += (double)heap->allocatable_slots;
+    }
+    free += (double)objspace->allocatable_bytes / (double)MOSAIC_BASE_SLOT_SIZE;
+    objspace->mark_per_slot = free >= 1 ? 2.0 * live / free : live;
+}
+
+/* A step, from a cache refill (alloc.c; VM lock held) that takes about `slots_taken` slots. */
+void
+mosaic_incremental_step(mosaic_objspace_t *objspace, size_t slots_taken)
+{
+    if (!objspace->incremental_marking || objspace->dont_gc || objspace->during_gc) return;
+    if (!gc_allowed_here()) return;
+    size_t budget = (size_t)(objspace->mark_per_slot * (double)slots_taken);
+    if (budget < objspace->params.mark_step_min) budget = objspace->params.mark_step_min;
+    if (objspace->params.stress_incremental) budget = objspace->params.stress_incremental;
+
+    unsigned int lev;
+    mosaic_gc_enter(objspace, &lev, true);
+    uint64_t t = objspace->measure_time ? mosaic_now_ns() : 0;
+    bool done = mosaic_mark_incremental_step(objspace, budget);
+    objspace->stats.incremental_steps++;
+    if (t) objspace->stats.marking_time_ns += mosaic_now_ns() - t;
+#if MOSAIC_CHECK
+    /* The tri-color invariant between steps (verify.c), checked after a step once a quarter of
+     * the live slots were allocated since the latest check (as verify_due amortizes the heap
+     * check under GC.stress): each check walks the heap. */
+    size_t allocated = mosaic_total_allocated(objspace);
+    if (allocated - objspace->tricolor_checked_at >= mosaic_live_slots(objspace) / 4 &&
+        (objspace->tricolor_checked_at = allocated, mosaic_verify_tricolor(objspace))) {
+        rb_bug("Mosaic: a marked object refers to an unmarked one between incremental steps (see above)");
+    }
+#endif
+    mosaic_gc_exit(objspace, &lev);
+    if (done) mosaic_incremental_finish(objspace);
+}
+
+/* The final pause of a major GC that marks in steps (nothing when none does). */
+void
+mosaic_incremental_finish(mosaic_objspace_t *objspace)
+{
+    if (!objspace->incremental_marking || objspace->during_gc || !gc_allowed_here()) return;
+    unsigned int lev;
+    mosaic_gc_enter(objspace, &lev, true);
+    uint64_t start_ns = mosaic_now_ns();
+    objspace->gc_start_ns = start_ns;
+    /* Caches hand their free slots back (sweep_prepare wants none held). */
+    mosaic_caches_clear(objspace);
+    mosaic_mark_incremental_finish(objspace);
+    if (objspace->measure_time) objspace->stats.marking_time_ns += mosaic_now_ns() - start_ns;
+    rb_gc_event_hook(0, RUBY_INTERNAL_EVENT_GC_END_MARK);
+    objspace->gc_state = MOSAIC_STATE_SWEEPING;
+    finish_cycle(objspace, objspace->incremental_reason, false, start_ns, &lev);
+}
+
+/* Finishes any work of the current cycle (an incremental mark, the lazy sweep). */
 void
 mosaic_gc_rest(mosaic_objspace_t *objspace)
 {
+    mosaic_incremental_finish(objspace);
     mosaic_sweep_finish_now(objspace);
 }

@@ -93,6 +93,9 @@ mosaic_params_defaults(struct mosaic_params *params)
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     params->gc_threads = cores < 1 ? 1 : cores > 8 ? 8 : (unsigned int)cores;
     params->parallel_mark_min = 100000;
+    params->incremental = true;
+    params->incremental_min = 10000;
+    params->mark_step_min = 4096;
 }
 
 static const char *const auto_compact_policies[] = { "off", "fragmentation", "always" };
@@ -236,6 +239,12 @@ mosaic_params_from_env(struct mosaic_params *params)
         params->gc_threads = (unsigned int)threads;
     }
     env_size("MOSAIC_PARALLEL_MARK_MIN", &params->parallel_mark_min, 0);
+    size_t incremental = params->incremental;
+    if (env_size("MOSAIC_INCREMENTAL", &incremental, 0)) params->incremental = incremental != 0;
+    env_size("MOSAIC_INCREMENTAL_MIN", &params->incremental_min, 0);
+    env_size("MOSAIC_MARK_STEP_MIN", &params->mark_step_min, 1);
+    size_t stress_incremental = 0;
+    if (env_size("MOSAIC_STRESS_INCREMENTAL", &stress_incremental, 0)) params->stress_incremental = stress_incremental;
 
     size_t trace = 0;
     if (env_size("MOSAIC_TRACE", &trace, 0)) params->trace = trace != 0;

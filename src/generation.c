@@ -26,11 +26,25 @@ mosaic_remember(mosaic_objspace_t *objspace, VALUE obj)
     if (!mosaic_bit_test(page->remembered_bits, bit)) mosaic_bit_set_atomic(page->remembered_bits, bit);
 }
 
+/* While a major GC marks in steps (DESIGN section 10): a marked `a` that now refers to an
+ * unmarked `b` greys `b` (mark.c), so the tri-color invariant holds between steps. Under the VM
+ * lock without the barrier: several Ractors run write barriers, and the mark stack is one;
+ * the state is read again under the lock (a step may have ended the marking meanwhile). */
+static void
+writebarrier_incremental(mosaic_objspace_t *objspace, VALUE a, VALUE b)
+{
+    unsigned int lev = rb_gc_vm_lock_no_barrier();
+    if (objspace->incremental_marking && mosaic_marked_p(a) && !mosaic_marked_p(b)) mosaic_mark_grey(objspace, b);
+    rb_gc_vm_unlock_no_barrier(lev);
+}
+
 /* rb_gc_impl_writebarrier: `a` now refers to `b`. */
 void
 mosaic_writebarrier(mosaic_objspace_t *objspace, VALUE a, VALUE b)
 {
-    if (RB_SPECIAL_CONST_P(b) || !objspace->params.generational) return;
+    if (RB_SPECIAL_CONST_P(b)) return;
+    if (RB_UNLIKELY(objspace->incremental_marking)) writebarrier_incremental(objspace, a, b);
+    if (!objspace->params.generational) return;
     if (!mosaic_old_p(a) || mosaic_old_p(b)) return;
     mosaic_remember(objspace, a);
 }
@@ -49,7 +63,14 @@ mosaic_writebarrier_unprotect(mosaic_objspace_t *objspace, VALUE obj)
 void
 mosaic_writebarrier_remember(mosaic_objspace_t *objspace, VALUE obj)
 {
-    if (RB_SPECIAL_CONST_P(obj) || !objspace->params.generational) return;
+    if (RB_SPECIAL_CONST_P(obj)) return;
+    if (RB_UNLIKELY(objspace->incremental_marking)) {
+        /* Marked already: traced again, its new contents included (mark.c). */
+        unsigned int lev = rb_gc_vm_lock_no_barrier();
+        if (objspace->incremental_marking) mosaic_mark_grey_again(objspace, obj);
+        rb_gc_vm_unlock_no_barrier(lev);
+    }
+    if (!objspace->params.generational) return;
     if (mosaic_old_p(obj)) mosaic_remember(objspace, obj);
 }
 

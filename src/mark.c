@@ -203,6 +203,7 @@ mosaic_marker_begin(mosaic_objspace_t *objspace, struct mosaic_marker *marker, b
     marker->parent_old = false;
     marker->shared = shared;
     marker->depth = 0;
+    marker->base_depth = 0;
     marker->nest = 0;
     marker->pushes = 0;
     marker->weak_count = 0;
@@ -464,22 +465,40 @@ mosaic_mark_weak(mosaic_objspace_t *objspace, VALUE *ptr)
     }
 }
 
-/* rb_gc_remove_weak: the memory at ptr is about to be freed; forget every registration of it.
- * O(1) expected (weak_index.c), never a scan of the list. */
-void
-mosaic_remove_weak(mosaic_objspace_t *objspace, VALUE parent, VALUE *ptr)
+/* Forgets every registration of ptr in `marker`'s list, if its parent registered it. */
+static void
+remove_weak_registered(struct mosaic_marker *marker, VALUE parent, VALUE *ptr)
 {
-    /* Only a reference registered in this mark phase can still be in the list, and only by a
-     * parent that is marked (it registers its slots when traced, after being marked). */
-    if (!objspace->marking) return;
+    /* Only a parent that is marked has been traced (it registers its slots when traced, after
+     * being marked). */
     if (!RB_SPECIAL_CONST_P(parent) && !mosaic_marked_p(parent)) return;
-    /* Called from a mark function (the parent's), the slot is in the list of the marker
-     * tracing it, the one running here; else the collecting thread's. */
-    struct mosaic_marker *marker = current_marker ? current_marker : &objspace->main_marker;
     struct mosaic_weak_index *index = marker->weak_index;
     if (!index->built) mosaic_weak_index_build(index, marker->weak_refs);
     size_t pos;
     if (mosaic_weak_index_remove(index, ptr, &pos)) marker->weak_refs->items[pos] = NULL;
+}
+
+/* rb_gc_remove_weak: the memory at ptr is about to be freed; forget every registration of it.
+ * O(1) expected (weak_index.c), never a scan of the list. Only a reference registered in the
+ * current mark phase can still be in the list. */
+void
+mosaic_remove_weak(mosaic_objspace_t *objspace, VALUE parent, VALUE *ptr)
+{
+    if (objspace->verify_ctx) return;
+    if (objspace->marking) {
+        /* Called from a mark function (the parent's): the slot is in the list of the marker
+         * tracing it, the one running here; else the collecting thread's. */
+        remove_weak_registered(current_marker ? current_marker : &objspace->main_marker, parent, ptr);
+        return;
+    }
+    if (!objspace->incremental_marking) return;
+    /* Between the steps of an incremental mark the mutator deletes entries (WeakMap#delete and
+     * the like), maybe in several Ractors at once: the list and its index are the collecting
+     * thread's, so under the VM lock (no barrier: a step holds the lock with the world
+     * stopped), the state read again under it. */
+    unsigned int lev = rb_gc_vm_lock_no_barrier();
+    if (objspace->incremental_marking) remove_weak_registered(&objspace->main_marker, parent, ptr);
+    rb_gc_vm_unlock_no_barrier(lev);
 }
 
 /* ========================================================== the phase */
@@ -507,21 +526,34 @@ push_for_rescan(mosaic_objspace_t *objspace, VALUE obj)
     mark_stack_push(&objspace->main_marker.stack, obj);
 }
 
-/* Scans until this marker's mark stack and prefetch queue are both empty. What the stack hands
- * out goes through the queue too, so it is prefetched as well. Other markers may still be
- * tracing when it returns (mosaic_mark_workers_finish waits for them). */
-void
-mosaic_marker_drain(mosaic_objspace_t *objspace, struct mosaic_marker *marker)
+/* The slots a marker has marked in this phase (all classes). */
+static size_t
+marker_marked(const struct mosaic_marker *marker)
+{
+    size_t n = 0;
+    for (int i = 0; i < MOSAIC_HEAP_COUNT; i++) n += marker->marked_by_heap[i];
+    return n;
+}
+
+/* Scans until this marker's mark stack and prefetch queue are both empty, or until it has
+ * marked `budget` more slots (SIZE_MAX: no bound; an incremental step's budget). What the
+ * stack hands out goes through the queue too, so it is prefetched as well. Returns true when
+ * both are empty. Other markers may still be tracing when it returns (mosaic_mark_workers_finish
+ * waits for them). */
+static bool
+marker_trace(mosaic_objspace_t *objspace, struct mosaic_marker *marker, size_t budget)
 {
     VALUE obj;
     unsigned int depth = 0;
+    size_t until = budget == SIZE_MAX ? SIZE_MAX : mosaic_add_sat(marker_marked(marker), budget);
     for (;;) {
+        if (RB_UNLIKELY(until != SIZE_MAX) && marker_marked(marker) >= until) return false;
         if (mark_stack_pop(&marker->stack, &obj)) {
-            depth = 0;
+            depth = marker->base_depth;
             maybe_offer(objspace, marker);
 #if MOSAIC_MARK_QUEUE
             VALUE ready;
-            if (!mark_queue_put(&marker->queue, obj, 0, &ready, &depth)) continue;
+            if (!mark_queue_put(&marker->queue, obj, marker->base_depth, &ready, &depth)) continue;
             obj = ready;
 #endif
         }
@@ -530,9 +562,16 @@ mosaic_marker_drain(mosaic_objspace_t *objspace, struct mosaic_marker *marker)
         }
         scan_dequeued(objspace, marker, obj, depth);
     }
-    MOSAIC_ASSERT(marker->depth == 0 && marker->nest == 0);
+    MOSAIC_ASSERT(marker->depth == marker->base_depth && marker->nest == 0);
     marker->parent = Qfalse;
     marker->parent_old = false;
+    return true;
+}
+
+void
+mosaic_marker_drain(mosaic_objspace_t *objspace, struct mosaic_marker *marker)
+{
+    marker_trace(objspace, marker, SIZE_MAX);
 }
 
 static void
@@ -585,8 +624,10 @@ parallel_mark_p(mosaic_objspace_t *objspace, bool full)
     return expected >= objspace->params.parallel_mark_min;
 }
 
-void
-mosaic_mark_phase(mosaic_objspace_t *objspace, bool full)
+/* The start of every mark phase: counts zeroed, the main marker set up, the mark bits cleared
+ * (major) or set to the old bits with the remembered set pushed and traced (minor). */
+static void
+mark_setup(mosaic_objspace_t *objspace, bool full, bool parallel)
 {
     objspace->stats.marked_slots = 0;
     objspace->stats.weak_references_count = 0;
@@ -598,8 +639,6 @@ mosaic_mark_phase(mosaic_objspace_t *objspace, bool full)
     struct mosaic_marker *marker = &objspace->main_marker;
     marker->weak_refs = &objspace->weak_refs;
     marker->weak_index = &objspace->weak_index;
-    /* Markers start after the objspace's marking state is set: they read it. */
-    bool parallel = parallel_mark_p(objspace, full) && mosaic_mark_workers_begin(objspace);
     mosaic_marker_begin(objspace, marker, parallel);
 
     if (full) {
@@ -609,14 +648,25 @@ mosaic_mark_phase(mosaic_objspace_t *objspace, bool full)
         mosaic_minor_mark_start(objspace, push_for_rescan);
         mark_drain(objspace);
     }
+}
 
+/* The roots: what Mosaic's own tables hold (finalizers, object ids; neither has a write
+ * barrier), the machine context, and CRuby's roots. Not drained here. */
+static void
+mark_roots(mosaic_objspace_t *objspace)
+{
     mosaic_finalize_mark_roots(objspace);
     mosaic_objid_mark_roots(objspace);
-    mark_drain(objspace);
-
     rb_gc_save_machine_context();
     rb_gc_mark_roots(objspace, NULL);
-    mark_drain(objspace);
+}
+
+/* The end of every mark phase (stack and queue empty): counts merged, dead weak references
+ * cleared, old objects counted. */
+static void
+mark_complete(mosaic_objspace_t *objspace, bool full, bool parallel)
+{
+    struct mosaic_marker *marker = &objspace->main_marker;
     size_t traced = parallel ? mosaic_mark_workers_finish(objspace, marker) : 0;
     traced += mosaic_marker_end(objspace, marker);
     objspace->last_traced[full] = traced + 1;
@@ -625,4 +675,157 @@ mosaic_mark_phase(mosaic_objspace_t *objspace, bool full)
     objspace->marking = false;
     if (objspace->params.generational) mosaic_generation_count(objspace);
     rb_ractor_finish_marking();
+}
+
+void
+mosaic_mark_phase(mosaic_objspace_t *objspace, bool full)
+{
+    /* Markers start after the objspace's marking state is set: they read it (mark_setup sets
+     * the rest before any object is marked). */
+    objspace->aging = objspace->params.generational && objspace->params.allow_full_mark;
+    objspace->marking = true;
+    bool parallel = parallel_mark_p(objspace, full) && mosaic_mark_workers_begin(objspace);
+    mark_setup(objspace, full, parallel);
+    mosaic_finalize_mark_roots(objspace);
+    mosaic_objid_mark_roots(objspace);
+    mark_drain(objspace);
+    rb_gc_save_machine_context();
+    rb_gc_mark_roots(objspace, NULL);
+    mark_drain(objspace);
+    mark_complete(objspace, full, parallel);
+}
+
+/* ================================================= incremental marking */
+
+/* Between the pauses of an incremental mark (DESIGN section 10) the main marker keeps its
+ * stack (the grey objects), counts and weak list; each pause takes it up again on the
+ * collecting thread, and leaves it with the prefetch queue emptied onto the stack: a queued
+ * object is marked but not yet scanned, so it is grey and must be found by a later step. */
+static void
+marker_resume(mosaic_objspace_t *objspace, struct mosaic_marker *marker, unsigned int base_depth)
+{
+    marker->parent = Qfalse;
+    marker->parent_old = false;
+    marker->base_depth = base_depth;
+    marker->depth = base_depth;
+    marker->nest = 0;
+    current_marker = marker;
+    objspace->marking = true;
+}
+
+static void
+marker_pause(mosaic_objspace_t *objspace, struct mosaic_marker *marker)
+{
+#if MOSAIC_MARK_QUEUE
+    VALUE obj;
+    unsigned int depth;
+    while (mark_queue_take(&marker->queue, &obj, &depth)) mark_stack_push(&marker->stack, obj);
+#endif
+    objspace->marking = false;
+    current_marker = NULL;
+}
+
+static bool
+mark_stack_empty(const struct mosaic_mark_stack *stack)
+{
+    for (const struct mosaic_mark_chunk *c = stack->top; c; c = c->prev) {
+        if (c->used) return false;
+    }
+    return true;
+}
+
+/* The start pause of an incremental major GC (world stopped, every page swept): the mark bits
+ * cleared and the roots marked; what they reach waits on the stack for the steps. */
+void
+mosaic_mark_incremental_start(mosaic_objspace_t *objspace)
+{
+    mark_setup(objspace, true, false);
+    /* The roots' children are pushed, not scanned in place: the start pause marks the roots
+     * only (scanning in place to MOSAIC_MARK_EAGER_DEPTH from every root covers much of a
+     * large heap). */
+    marker_resume(objspace, &objspace->main_marker, MOSAIC_MARK_EAGER_DEPTH);
+    mark_roots(objspace);
+    marker_pause(objspace, &objspace->main_marker);
+    objspace->incremental_marking = true;
+}
+
+/* One step (a pause): traces until `budget` more slots are marked or nothing is grey. Returns
+ * true when nothing is grey (the final pause may come). */
+bool
+mosaic_mark_incremental_step(mosaic_objspace_t *objspace, size_t budget)
+{
+    struct mosaic_marker *marker = &objspace->main_marker;
+    /* Nothing in place: a popped object's children are pushed, so the budget is checked
+     * after each object, not after a subtree. */
+    marker_resume(objspace, marker, MOSAIC_MARK_EAGER_DEPTH);
+    marker_trace(objspace, marker, budget);
+    marker_pause(objspace, marker);
+    return mark_stack_empty(&marker->stack);
+}
+
+/* Pushes every object that is marked and write-barrier-unprotected: its writes since it was
+ * traced were not reported, so it is traced again. */
+static void
+push_marked_wb_unprotected(mosaic_objspace_t *objspace)
+{
+    for (int h = 0; h < MOSAIC_HEAP_COUNT; h++) {
+        struct mosaic_heap *heap = &objspace->heaps[h];
+        for (size_t j = 0; j < heap->page_count; j++) {
+            struct mosaic_page *page = heap->pages[j];
+            for (size_t w = 0; w < MOSAIC_BITMAP_WORDS; w++) {
+                mosaic_bits_t bits = page->mark_bits[w] & page->wb_unprotected_bits[w];
+                while (bits) {
+                    int b = __builtin_ctzll(bits);
+                    bits &= bits - 1;
+                    mark_stack_push(&objspace->main_marker.stack, mosaic_slot_at(page, w * 64 + (size_t)b));
+                }
+            }
+        }
+    }
+}
+
+/* The final pause: the roots again (none of them has a write barrier), then every marked
+ * wb-unprotected object traced again, then what a mark phase does at its end. */
+void
+mosaic_mark_incremental_finish(mosaic_objspace_t *objspace)
+{
+    struct mosaic_marker *marker = &objspace->main_marker;
+    objspace->incremental_marking = false;
+    marker_resume(objspace, marker, 0);
+    mark_roots(objspace);
+    mark_drain(objspace);
+    push_marked_wb_unprotected(objspace);
+    mark_drain(objspace);
+    mark_complete(objspace, true, false);
+}
+
+/* The write barrier's insertion step while a major GC marks in steps (generation.c; VM lock
+ * held, outside the pauses): obj, newly referred to by a marked object, is marked and pushed
+ * (grey), so no marked object is left referring to an unmarked one that no step would find. */
+void
+mosaic_mark_grey(mosaic_objspace_t *objspace, VALUE obj)
+{
+    struct mosaic_page *page = mosaic_page_of(obj);
+    size_t bit = mosaic_bit_index(page, obj);
+    if (!mark_bit_claim(page->mark_bits, bit, true)) return;
+    objspace->main_marker.marked_by_heap[page->heap - objspace->heaps]++;
+    if (objspace->aging) age_and_promote(page, bit, true);
+    mark_stack_push(&objspace->main_marker.stack, obj);
+}
+
+/* rb_gc_writebarrier_remember while marking in steps: obj changed in bulk (no write was
+ * reported one by one). If it was already marked it is traced again. */
+void
+mosaic_mark_grey_again(mosaic_objspace_t *objspace, VALUE obj)
+{
+    if (mosaic_marked_p(obj)) mark_stack_push(&objspace->main_marker.stack, obj);
+}
+
+/* Every object on the main marker's stack (the grey set between steps; verify.c). */
+void
+mosaic_mark_stack_each(mosaic_objspace_t *objspace, void (*func)(VALUE obj, void *data), void *data)
+{
+    for (const struct mosaic_mark_chunk *c = objspace->main_marker.stack.top; c; c = c->prev) {
+        for (size_t i = 0; i < c->used; i++) func(c->items[i], data);
+    }
 }

@@ -107,6 +107,12 @@ enum mosaic_reason {
     /* The collection runs inside rb_gc_impl_malloc & co (malloc.c): the caller may be in the
      * middle of editing an st table (its resize is that malloc), so nothing may move. */
     MOSAIC_REASON_INSIDE_MALLOC   = 1 << 14,
+    /* This collection compacts (GC.compact, verify_compaction_references, the stress gate's
+     * compacting GCs): a bit of the request, not a flag in the objspace, so a collection
+     * another Ractor starts meanwhile (from inside its malloc, say) does not take it up. */
+    MOSAIC_REASON_COMPACT         = 1 << 15,
+    /* GC.start(immediate_mark: false): a major GC that marks in steps, as in the default GC. */
+    MOSAIC_REASON_STEPS           = 1 << 16,
 };
 #define MOSAIC_REASON_MAJOR_MASK (MOSAIC_REASON_MAJOR_NOFREE | MOSAIC_REASON_MAJOR_FORCE | \
                                   MOSAIC_REASON_MAJOR_OLDGEN | MOSAIC_REASON_MAJOR_SHADY | \
@@ -171,6 +177,12 @@ struct mosaic_heap {
     size_t page_count;
     size_t page_capa;
     size_t sweep_index;              /* pages[sweep_index..] are not swept yet */
+    size_t force_incremental_finishes; /* incremental marks this class's allocation had to finish */
+    /* Swept pages held back for the next major GC to allocate from while it marks in steps
+     * (sweep.c; linked through free_next), and how many free slots they hold / should hold. */
+    struct mosaic_page *reserve;
+    size_t reserve_slots;
+    size_t reserve_target;
     /* Swept pages whose freelist is not handed out, by how full they are: bucket 0 holds the
      * fullest (under 1/4 free); allocation takes from the fullest bucket first (sweep.c). */
     struct mosaic_page *free_pages[MOSAIC_FREE_BUCKETS];
@@ -266,6 +278,8 @@ struct mosaic_marker {
     bool shared;                     /* other markers run: set bits atomically, share work */
     unsigned int depth;              /* depth of the object being scanned, as marked (MOSAIC_MARK_EAGER_DEPTH) */
     unsigned int nest;               /* scans nested on the C stack (MOSAIC_MARK_NEST_MAX) */
+    unsigned int base_depth;         /* depth of roots and popped objects: 0, or MOSAIC_MARK_EAGER_DEPTH
+                                        (incremental steps: nothing in place, every child pushed) */
     unsigned int pushes;             /* pushes since work was last offered to idle markers */
     size_t weak_count;               /* weak slots it registered */
     size_t marked_by_heap[MOSAIC_HEAP_MAX]; /* slots this marker marked in this phase, by class */
@@ -304,6 +318,10 @@ struct mosaic_params {
     double compact_pause_fraction;   /* move budget: this fraction of the mark time */
     unsigned int gc_threads;         /* MOSAIC_GC_THREADS: threads that mark, the collector's included */
     size_t parallel_mark_min;        /* MOSAIC_PARALLEL_MARK_MIN: slots in use below which marking stays on one thread */
+    bool incremental;                /* MOSAIC_INCREMENTAL: pacer-started majors mark in steps (DESIGN section 10) */
+    size_t incremental_min;          /* MOSAIC_INCREMENTAL_MIN: live slots below which a major marks at once */
+    size_t mark_step_min;            /* MOSAIC_MARK_STEP_MIN: slots a step marks at least */
+    size_t stress_incremental;       /* MOSAIC_STRESS_INCREMENTAL=N: every pacer major marks in steps, of N slots */
 };
 
 /* What a major GC does about compaction when GC.auto_compact is false (GC.auto_compact = true
@@ -382,6 +400,9 @@ struct mosaic_stats {
     size_t total_moved_objects;      /* compact.c: objects ever moved */
     size_t fragmentation_compact_count;  /* compact.c: compactions the fragmentation policy ran */
     size_t parallel_marks;           /* mark phases run on several threads (mark_workers.c) */
+    size_t incremental_marks;        /* major GCs that marked in steps */
+    size_t incremental_steps;        /* their steps, start and final pauses excluded */
+    size_t incremental_forced_finishes; /* marks finished early: allocation outran them, or a GC was asked for */
     size_t parallel_mark_offers;     /* chunks of mark work handed from one marker to another */
     size_t parallel_marked_by_threads; /* slots the GC threads (not the collecting one) marked */
     size_t compact_freed_pages;      /* compact.c: pages compactions emptied, ever */
@@ -429,6 +450,12 @@ typedef struct mosaic_objspace {
     bool aging;                      /* this mark phase ages and promotes what it marks */
     struct mosaic_mark_workers *workers; /* parallel marking threads (mark_workers.c), or NULL */
     size_t last_traced[2];           /* ... by the latest minor [0] and major [1] mark phase, plus one (0: none yet) */
+    /* Incremental marking (DESIGN section 10, collect.c and mark.c). */
+    bool incremental_marking;        /* a major GC is marking in steps: between its pauses too */
+    unsigned int incremental_reason; /* its MOSAIC_REASON_* (the sweep and reports read them at its end) */
+    double mark_per_slot;            /* slots a step marks per slot a cache takes */
+    bool reserving;                  /* this sweep holds pages back for an incremental major (sweep.c) */
+    size_t tricolor_checked_at;      /* checking build: total allocations at the latest tri-color check */
     void *verify_ctx;                /* set while the heap checker walks edges (verify.c) */
 
     /* Generations (generation.c, pace.c); whether they are on is params.generational. */
@@ -440,7 +467,6 @@ typedef struct mosaic_objspace {
     size_t last_major_count;         /* stats.count at the latest major GC */
 
     /* Compaction (compact.c). */
-    bool compact_next;               /* the next collection is a GC.compact (full mark, then move) */
     bool auto_compact;               /* GC.auto_compact: every major GC compacts */
     bool compact_toward_empty;       /* verify_compaction_references(toward: :empty): move dense pages into empty ones */
     bool compact_expand;             /* verify_compaction_references(expand_heap/double_heap): add empty pages first */
@@ -692,6 +718,13 @@ void mosaic_mark_and_move(mosaic_objspace_t *objspace, VALUE *ptr);
 void mosaic_mark_weak(mosaic_objspace_t *objspace, VALUE *ptr);
 void mosaic_remove_weak(mosaic_objspace_t *objspace, VALUE parent, VALUE *ptr);
 void mosaic_mark_phase(mosaic_objspace_t *objspace, bool full);
+void mosaic_mark_incremental_start(mosaic_objspace_t *objspace);
+bool mosaic_mark_incremental_step(mosaic_objspace_t *objspace, size_t budget);
+void mosaic_mark_incremental_finish(mosaic_objspace_t *objspace);
+void mosaic_mark_grey(mosaic_objspace_t *objspace, VALUE obj);
+void mosaic_mark_grey_again(mosaic_objspace_t *objspace, VALUE obj);
+void mosaic_mark_stack_each(mosaic_objspace_t *objspace, void (*func)(VALUE obj, void *data), void *data);
+size_t mosaic_verify_tricolor(mosaic_objspace_t *objspace);
 void mosaic_mark_stack_free(struct mosaic_mark_stack *stack);
 void mosaic_marker_begin(mosaic_objspace_t *objspace, struct mosaic_marker *marker, bool shared);
 void mosaic_marker_drain(mosaic_objspace_t *objspace, struct mosaic_marker *marker);
@@ -722,6 +755,11 @@ void mosaic_sweep_finish_now(mosaic_objspace_t *objspace);
 
 /* collect.c: the cycle, entering and leaving GC */
 bool mosaic_collect(mosaic_objspace_t *objspace, unsigned int reason);
+void mosaic_incremental_step(mosaic_objspace_t *objspace, size_t slots_taken);
+void mosaic_incremental_finish(mosaic_objspace_t *objspace);
+bool mosaic_incremental_start_due(mosaic_objspace_t *objspace);
+bool mosaic_incremental_wanted(mosaic_objspace_t *objspace);
+void mosaic_heap_release_reserve(struct mosaic_heap *heap);
 void mosaic_gc_rest(mosaic_objspace_t *objspace);
 void mosaic_gc_enter(mosaic_objspace_t *objspace, unsigned int *lock_lev, bool barrier);
 void mosaic_gc_exit(mosaic_objspace_t *objspace, unsigned int *lock_lev);

@@ -45,7 +45,8 @@
     X(mosaic_growth_step_bytes) X(mosaic_growth_trigger_bytes) X(mosaic_grown_bytes) \
     X(mosaic_gc_wall_time) X(mosaic_gc_cpu_time) X(mosaic_pause_max_minor_us) X(mosaic_pause_max_major_us) \
     X(mosaic_fragmentation_compact_count) X(mosaic_compact_freed_pages) \
-    X(mosaic_gc_threads) X(mosaic_parallel_marks) X(mosaic_parallel_mark_offers) X(mosaic_parallel_marked_by_threads)
+    X(mosaic_gc_threads) X(mosaic_parallel_marks) X(mosaic_parallel_mark_offers) X(mosaic_parallel_marked_by_threads) \
+    X(mosaic_incremental_marks) X(mosaic_incremental_steps) X(mosaic_incremental_forced_finishes)
 
 /* Plus, for every field of the memory breakdown (mosaic.h), mosaic_<name>_bytes (now) and
  * mosaic_peak_<name>_bytes (at the GC with the highest RSS). */
@@ -181,6 +182,9 @@ mosaic_stat(mosaic_objspace_t *objspace, VALUE hash_or_sym)
     SET(mosaic_parallel_marks, st->parallel_marks);
     SET(mosaic_parallel_mark_offers, st->parallel_mark_offers);
     SET(mosaic_parallel_marked_by_threads, st->parallel_marked_by_threads);
+    SET(mosaic_incremental_marks, st->incremental_marks);
+    SET(mosaic_incremental_steps, st->incremental_steps);
+    SET(mosaic_incremental_forced_finishes, st->incremental_forced_finishes);
     /* The breakdown: computed only when asked for (mallinfo2 walks malloc's bins). */
     {
         bool wanted = !NIL_P(hash);
@@ -210,7 +214,7 @@ stat_one_heap(mosaic_objspace_t *objspace, int i, VALUE hash, VALUE key)
     SET(heap_eden_slots, heap->total_slots);
     SET(total_allocated_pages, heap->total_allocated_pages);
     SET(force_major_gc_count, 0);
-    SET(force_incremental_marking_finish_count, 0);
+    SET(force_incremental_marking_finish_count, heap->force_incremental_finishes);
     SET(total_allocated_objects, mosaic_heap_total_allocated(objspace, i));
     SET(total_freed_objects, heap->total_freed_objects);
     if (!NIL_P(key)) return Qundef;

@@ -173,10 +173,34 @@ heap_sweep_step(mosaic_objspace_t *objspace, struct mosaic_heap *heap)
 
     heap->sweep_index++;
     if (free_slots > 0) {
+        /* Before a major GC that will mark in steps, every other page with room is held back
+         * for the mutator to allocate from while it marks (collect.c): free room the heap
+         * already has, not growth. Without it that major starts when the heap is full, and
+         * its first step finds no page left: it would finish in one pause. */
+        if (RB_UNLIKELY(objspace->reserving) && heap->reserve_slots < heap->reserve_target && (heap->sweep_index & 1)) {
+            page->free_next = heap->reserve;
+            heap->reserve = page;
+            heap->reserve_slots += free_slots;
+            return 0;
+        }
         queue_free_page(heap, page);
         return free_slots;
     }
     return 0;
+}
+
+/* The held-back pages join the class's queues (the major GC they were kept for has started). */
+void
+mosaic_heap_release_reserve(struct mosaic_heap *heap)
+{
+    struct mosaic_page *page = heap->reserve;
+    while (page) {
+        struct mosaic_page *next = page->free_next;
+        queue_free_page(heap, page);
+        page = next;
+    }
+    heap->reserve = NULL;
+    heap->reserve_slots = 0;
 }
 
 static void
@@ -206,9 +230,13 @@ after_sweep_work(mosaic_objspace_t *objspace)
 void
 mosaic_sweep_prepare(mosaic_objspace_t *objspace)
 {
+    objspace->reserving = mosaic_incremental_wanted(objspace);
     for (int i = 0; i < MOSAIC_HEAP_COUNT; i++) {
         struct mosaic_heap *heap = &objspace->heaps[i];
         for (int b = 0; b < MOSAIC_FREE_BUCKETS; b++) heap->free_pages[b] = NULL;
+        heap->reserve = NULL;
+        heap->reserve_slots = 0;
+        heap->reserve_target = heap->marked_slots / 4;
         heap->sweep_index = 0;
         objspace->malloc_freed_by_sweep = 0;
         for (size_t j = 0; j < heap->page_count; j++) {

@@ -55,6 +55,7 @@ struct verify_ctx {
     struct mosaic_ptr_vec exivar_keys;   /* CRuby's generic ivar table's keys, sorted */
     st_table *wmap_table;            /* the WeakMap table being checked */
     VALUE wmap;
+    bool tricolor;                   /* mosaic_verify_tricolor: strong children must be marked */
 };
 
 static void
@@ -95,6 +96,11 @@ mosaic_verify_edge(mosaic_objspace_t *objspace, VALUE child, bool weak)
                (unsigned)RB_BUILTIN_TYPE(child));
         break;
       default:
+        if (ctx->tricolor && !weak && !mosaic_marked_p(child)) {
+            report(ctx, "marked %p (type 0x%x), not grey, refers to unmarked %p (type 0x%x) between incremental steps",
+                   (void *)ctx->parent, (unsigned)RB_BUILTIN_TYPE(ctx->parent), (void *)child,
+                   (unsigned)RB_BUILTIN_TYPE(child));
+        }
         if (ctx->parent_needs_barrier && !mosaic_old_p(child)) {
             report(ctx, "old %p (type 0x%x) %srefers to young %p (type 0x%x) but is not remembered",
                    (void *)ctx->parent, (unsigned)RB_BUILTIN_TYPE(ctx->parent), kind, (void *)child,
@@ -569,6 +575,54 @@ mosaic_verify_heap(mosaic_objspace_t *objspace, bool raise_on_error)
     if (ctx.errors && raise_on_error) {
         rb_bug("Mosaic: heap verification found %zu problems (see above)", ctx.errors);
     }
+    return ctx.errors;
+}
+
+static void
+grey_add_i(VALUE obj, void *data)
+{
+    st_insert((st_table *)data, (st_data_t)obj, 0);
+}
+
+/* Between the steps of an incremental mark (checking build, collect.c): the tri-color
+ * invariant of DESIGN section 10. Every marked, write-barrier-protected object that is not on
+ * the mark stack (black) refers strongly only to marked objects; a miss is a write the barrier
+ * did not grey (or a newborn a black object refers to without a barrier). Called inside a
+ * pause, between steps. Returns the number of problems (printed). */
+size_t
+mosaic_verify_tricolor(mosaic_objspace_t *objspace)
+{
+    struct verify_ctx ctx = { .objspace = objspace, .tricolor = true };
+    st_table *grey = st_init_numtable();
+    mosaic_mark_stack_each(objspace, grey_add_i, grey);
+    objspace->verify_ctx = &ctx;
+    for (int h = 0; h < MOSAIC_HEAP_COUNT; h++) {
+        struct mosaic_heap *heap = &objspace->heaps[h];
+        for (size_t j = 0; j < heap->page_count; j++) {
+            struct mosaic_page *page = heap->pages[j];
+            for (size_t w = 0; w < MOSAIC_BITMAP_WORDS; w++) {
+                mosaic_bits_t bits = page->mark_bits[w] & ~page->wb_unprotected_bits[w];
+                while (bits) {
+                    int b = __builtin_ctzll(bits);
+                    bits &= bits - 1;
+                    VALUE obj = mosaic_slot_at(page, w * 64 + (size_t)b);
+                    switch (RB_BUILTIN_TYPE(obj)) {
+                      case T_NONE: case T_ZOMBIE: case T_MOVED:
+                        report(&ctx, "%p is marked but free (type 0x%x) during an incremental mark",
+                               (void *)obj, (unsigned)RB_BUILTIN_TYPE(obj));
+                        continue;
+                      default:
+                        break;
+                    }
+                    if (st_lookup(grey, (st_data_t)obj, NULL)) continue;
+                    ctx.parent = obj;
+                    rb_gc_mark_children(objspace, obj);
+                }
+            }
+        }
+    }
+    objspace->verify_ctx = NULL;
+    st_free_table(grey);
     return ctx.errors;
 }
 

@@ -26,19 +26,27 @@ module DiffRun
   def self.default_gcs
     gcs = %w[default mosaic]
     dir = ENV["MOSAIC_GC_DIR"]
-    gcs << "mosaic_check" if dir && File.exist?(File.join(dir, "librubygc.mosaic_check.so"))
+    gcs += %w[mosaic_check mosaic_check_steps] if dir && File.exist?(File.join(dir, "librubygc.mosaic_check.so"))
     gcs
   end
+
+  # What each GC name runs: its library and environment. The checking build marks every
+  # collection on two threads (mark_workers.c), so the parallel marker is verified after every
+  # GC; "mosaic_check_steps" is the checking build with every major GC the pacer starts (and
+  # GC.start(immediate_mark: false)) marking in steps of 64 slots, the tri-color invariant
+  # checked between steps. The release build keeps its defaults.
+  VARIANTS = {
+    "mosaic_check" => ["mosaic_check", { "MOSAIC_GC_THREADS" => "2", "MOSAIC_PARALLEL_MARK_MIN" => "0" }],
+    "mosaic_check_steps" => ["mosaic_check", { "MOSAIC_STRESS_INCREMENTAL" => "64" }],
+  }.freeze
 
   # Runs program file under gc with a timeout; kills the whole process group on timeout.
   def self.run_one(file, gc, timeout, label = gc)
     t0 = Process.clock_gettime(Process::CLOCK_MONOTONIC)
     out_r, out_w = IO.pipe
     err_r, err_w = IO.pipe
-    env = { "RUBY_GC_LIBRARY" => gc }
-    # The checking build marks every collection on two threads (mark_workers.c), so the
-    # parallel marker is verified after every GC; the release build keeps its threshold.
-    env.merge!("MOSAIC_GC_THREADS" => "2", "MOSAIC_PARALLEL_MARK_MIN" => "0") if gc == "mosaic_check"
+    lib, extra = VARIANTS.fetch(gc, [gc, {}])
+    env = { "RUBY_GC_LIBRARY" => lib }.merge(extra)
     pid = Process.spawn(env, ruby, file, out: out_w, err: err_w, in: File::NULL, pgroup: true)
     out_w.close
     err_w.close
