@@ -328,7 +328,10 @@ incremental_p(mosaic_objspace_t *objspace, unsigned int reason)
 bool
 mosaic_incremental_wanted(mosaic_objspace_t *objspace)
 {
-    return objspace->need_major && !objspace->incremental_marking && incremental_p(objspace, MOSAIC_REASON_NEWOBJ);
+    /* With full marks disabled a need_major stays set (its collections are minors): no major
+     * comes to use held-back pages. */
+    return objspace->need_major && objspace->params.allow_full_mark && !objspace->incremental_marking &&
+        incremental_p(objspace, MOSAIC_REASON_NEWOBJ);
 }
 
 /* That major GC starts as soon as the sweep has held its pages back (the sweep has ended), not

@@ -613,6 +613,9 @@ mosaic_compact(mosaic_objspace_t *objspace)
 {
     MOSAIC_ASSERT(objspace->during_gc && !objspace->lazy_sweeping);
     if (objspace->heap_walk_depth > 0) return;
+    /* Compaction empties and retires pages, the sparse ones the sweep may have held back for
+     * an incremental major among them (sweep.c), and rebuilds every queue at its end. */
+    mosaic_heap_drop_reserves(objspace);
 
     bool bounded = objspace->compact_trigger == MOSAIC_COMPACT_BY_FRAGMENTATION;
     if (!bounded) {

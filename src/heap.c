@@ -594,6 +594,7 @@ mosaic_heap_release_empty_pages(mosaic_objspace_t *objspace)
 {
     size_t released = 0;
     if (objspace->heap_walk_depth > 0 || objspace->lazy_sweeping) return 0;
+    mosaic_heap_drop_reserves(objspace);   /* pages are released and the queues rebuilt below */
 
     for (int h = 0; h < MOSAIC_HEAP_COUNT; h++) {
         struct mosaic_heap *heap = &objspace->heaps[h];

@@ -135,6 +135,9 @@ void
 mosaic_heap_requeue_free_pages(struct mosaic_heap *heap)
 {
     for (int b = 0; b < MOSAIC_FREE_BUCKETS; b++) heap->free_pages[b] = NULL;
+    /* Held-back pages are among them (their free_next links are rewritten here). */
+    heap->reserve = NULL;
+    heap->reserve_slots = 0;
     for (size_t j = 0; j < heap->page_count; j++) {
         struct mosaic_page *page = heap->pages[j];
         page->free_next = NULL;
@@ -187,6 +190,19 @@ heap_sweep_step(mosaic_objspace_t *objspace, struct mosaic_heap *heap)
         return free_slots;
     }
     return 0;
+}
+
+/* No page is held back any more: what rebuilds the queues from every page's freelist, or may
+ * retire pages (compaction, Process.warmup), calls this first; the pages keep their
+ * freelists, and the queues are rebuilt from them (mosaic_heap_requeue_free_pages). */
+void
+mosaic_heap_drop_reserves(mosaic_objspace_t *objspace)
+{
+    objspace->reserving = false;
+    for (int i = 0; i < MOSAIC_HEAP_COUNT; i++) {
+        objspace->heaps[i].reserve = NULL;
+        objspace->heaps[i].reserve_slots = 0;
+    }
 }
 
 /* The held-back pages join the class's queues (the major GC they were kept for has started). */

@@ -15,8 +15,8 @@ module MosaicTestHelper
   end
 
   # Runs `code` in a child Ruby under the same GC and asserts it exits cleanly.
-  def assert_gc_script(code, timeout: 120, env: {}, args: [], message: nil)
-    assert_separately([env, *args], <<~PRELUDE + code, timeout: timeout)
+  def assert_gc_script(code, timeout: 120, env: {}, args: [], message: nil, ignore_stderr: false)
+    assert_separately([env, *args], <<~PRELUDE + code, timeout: timeout, ignore_stderr: ignore_stderr)
       raise "wrong GC: \#{GC.config[:implementation]}" unless GC.config[:implementation] == #{GC_NAME.dump}
     PRELUDE
   end
