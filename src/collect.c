@@ -309,7 +309,8 @@ finish_cycle(mosaic_objspace_t *objspace, unsigned int reason, bool compact, uin
 static bool
 incremental_p(mosaic_objspace_t *objspace, unsigned int reason)
 {
-    if (!objspace->params.incremental || objspace->gc_stress || objspace->heap_walk_depth > 0) return false;
+    bool on = objspace->params.incremental || objspace->params.stress_incremental;
+    if (!on || objspace->gc_stress || objspace->heap_walk_depth > 0) return false;
     if (reason & MOSAIC_REASON_STEPS) return !(reason & (MOSAIC_REASON_COMPACT | MOSAIC_REASON_STRESS));
     /* The stress gate's forced collections (MOSAIC_STRESS_MINOR) that the pacer made major. */
     if ((reason & MOSAIC_REASON_STRESS) && objspace->params.stress_incremental) return !(reason & MOSAIC_REASON_COMPACT);

@@ -318,10 +318,10 @@ struct mosaic_params {
     double compact_pause_fraction;   /* move budget: this fraction of the mark time */
     unsigned int gc_threads;         /* MOSAIC_GC_THREADS: threads that mark, the collector's included */
     size_t parallel_mark_min;        /* MOSAIC_PARALLEL_MARK_MIN: slots in use below which marking stays on one thread */
-    bool incremental;                /* MOSAIC_INCREMENTAL: pacer-started majors mark in steps (DESIGN section 10) */
+    bool incremental;                /* MOSAIC_INCREMENTAL=1: pacer-started majors mark in steps (DESIGN section 10); off by default */
     size_t incremental_min;          /* MOSAIC_INCREMENTAL_MIN: live slots below which a major marks at once */
     size_t mark_step_min;            /* MOSAIC_MARK_STEP_MIN: slots a step marks at least */
-    size_t stress_incremental;       /* MOSAIC_STRESS_INCREMENTAL=N: every pacer major marks in steps, of N slots */
+    size_t stress_incremental;       /* MOSAIC_STRESS_INCREMENTAL=N: every pacer major marks in steps, of N slots (implies MOSAIC_INCREMENTAL=1) */
 };
 
 /* What a major GC does about compaction when GC.auto_compact is false (GC.auto_compact = true

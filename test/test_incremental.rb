@@ -10,6 +10,9 @@ require_relative "helper"
 class TestMosaicIncremental < Test::Unit::TestCase
   include MosaicTestHelper
 
+  # Off by default (DESIGN section 10: it costs memory on some workloads); MOSAIC_STRESS_INCREMENTAL
+  # turns it on.
+  ON = { "MOSAIC_INCREMENTAL" => "1" }
   STEPS = { "MOSAIC_STRESS_INCREMENTAL" => "64" }
 
   # Starts a major GC that marks in steps (as in the default GC, GC.start(immediate_mark:
@@ -146,7 +149,7 @@ class TestMosaicIncremental < Test::Unit::TestCase
   def test_compaction_after_a_sweep_that_held_pages_back
     omit "Mosaic's incremental marking" unless mosaic?
     # (stderr: the GC reports the variable it was given, as the default GC does when verbose.)
-    assert_gc_script(<<~'RUBY', env: { "RUBY_GC_HEAP_OLDOBJECT_LIMIT_FACTOR" => "0.4" }, timeout: 300, ignore_stderr: true)
+    assert_gc_script(<<~'RUBY', env: ON.merge("RUBY_GC_HEAP_OLDOBJECT_LIMIT_FACTOR" => "0.4"), timeout: 300, ignore_stderr: true)
       keep = Array.new(60_000) { |i| "k#{i}" * (i % 3) }
       4.times do |r|
         Array.new(40_000) { |i| [i, "j#{i}"] }
@@ -164,7 +167,7 @@ class TestMosaicIncremental < Test::Unit::TestCase
 
   def test_the_pacer_starts_majors_that_mark_in_steps
     omit "Mosaic's incremental marking" unless mosaic?
-    assert_gc_script(<<~'RUBY', timeout: 300)
+    assert_gc_script(<<~'RUBY', env: ON, timeout: 300)
       # Strings that live long enough to grow old, then die: the old generation fills with
       # garbage, and the pacer asks for major GCs (no GC.start here).
       ring = Array.new(150_000)
@@ -184,7 +187,7 @@ class TestMosaicIncremental < Test::Unit::TestCase
 
   def test_incremental_off_marks_at_once
     omit "Mosaic's incremental marking" unless mosaic?
-    assert_gc_script(PRELUDE + <<~'RUBY', env: STEPS.merge("MOSAIC_INCREMENTAL" => "0"), timeout: 300)
+    assert_gc_script(PRELUDE + <<~'RUBY', env: { "MOSAIC_INCREMENTAL" => "0" }, timeout: 300)
       old = []
       100.times { |r| old << Array.new(2000) { |i| "o#{r}-#{i}" }; Array.new(5000) { |i| "g#{i}" } }
       assert_operator GC.stat(:major_gc_count), :>, 1
