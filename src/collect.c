@@ -317,11 +317,7 @@ incremental_p(mosaic_objspace_t *objspace, unsigned int reason)
     if (reason & (MOSAIC_REASON_METHOD | MOSAIC_REASON_STRESS | MOSAIC_REASON_IMMEDIATE_SWEEP)) return false;
     if (!(reason & (MOSAIC_REASON_NEWOBJ | MOSAIC_REASON_MALLOC))) return false;
     if (objspace->params.stress_incremental) return true;
-    size_t live = objspace->last_traced[1] ? objspace->last_traced[1] - 1 : 0;
-    if (!live) {
-        for (int i = 0; i < MOSAIC_HEAP_COUNT; i++) live += objspace->heaps[i].used_slots_at_gc;
-    }
-    return live >= objspace->params.incremental_min;
+    return mosaic_expected_traced(objspace, true) >= objspace->params.incremental_min;
 }
 
 /* The next collection is a major GC that will mark in steps (the pacer asked for a major; the
@@ -351,11 +347,10 @@ mosaic_incremental_start_due(mosaic_objspace_t *objspace)
 static void
 set_mark_pace(mosaic_objspace_t *objspace)
 {
-    double live = (double)(objspace->last_traced[1] ? objspace->last_traced[1] - 1 : 0);
+    double live = (double)mosaic_expected_traced(objspace, true);
     double free = 0;
     for (int i = 0; i < MOSAIC_HEAP_COUNT; i++) {
         struct mosaic_heap *heap = &objspace->heaps[i];
-        if (!objspace->last_traced[1]) live += (double)heap->used_slots_at_gc;
         size_t total = heap->page_count * heap->slots_per_page;
         free += (double)(total > heap->used_slots_at_gc ? total - heap->used_slots_at_gc : 0);
         free += (double)heap->allocatable_slots;

@@ -608,20 +608,23 @@ update_weak_references(mosaic_objspace_t *objspace)
  * survives of the young, usually far less than the young slots in use), and more than one GC
  * thread is configured. Before the first of its kind, the slots in use (major) or young slots
  * in use (minor) stand for it. */
+/* Slots a mark phase of this kind is expected to trace: what the latest one of its kind traced,
+ * or before the first, the slots in use (major) or young slots in use (minor) at this GC. */
+size_t
+mosaic_expected_traced(mosaic_objspace_t *objspace, bool full)
+{
+    if (objspace->last_traced[full]) return objspace->last_traced[full] - 1;   /* stored plus one: 0 is "none yet" */
+    size_t expected = 0;
+    for (int i = 0; i < MOSAIC_HEAP_COUNT; i++) expected += objspace->heaps[i].used_slots_at_gc;
+    if (!full) expected = expected > objspace->old_objects ? expected - objspace->old_objects : 0;
+    return expected;
+}
+
 static bool
 parallel_mark_p(mosaic_objspace_t *objspace, bool full)
 {
     if (objspace->params.gc_threads < 2) return false;
-    size_t expected;
-    if (objspace->last_traced[full]) {
-        expected = objspace->last_traced[full] - 1;   /* stored plus one: 0 is "none yet" */
-    }
-    else {
-        expected = 0;
-        for (int i = 0; i < MOSAIC_HEAP_COUNT; i++) expected += objspace->heaps[i].used_slots_at_gc;
-        if (!full) expected = expected > objspace->old_objects ? expected - objspace->old_objects : 0;
-    }
-    return expected >= objspace->params.parallel_mark_min;
+    return mosaic_expected_traced(objspace, full) >= objspace->params.parallel_mark_min;
 }
 
 /* The start of every mark phase: counts zeroed, the main marker set up, the mark bits cleared
