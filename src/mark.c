@@ -601,13 +601,6 @@ update_weak_references(mosaic_objspace_t *objspace)
     if (objspace->weak_index.built) mosaic_weak_index_reset(&objspace->weak_index);
 }
 
-/* Marks everything reachable from the roots (full), or from the roots and the remembered
- * set with old objects taken as reached (minor). World stopped, all pages swept. */
-/* Parallel marking pays for its hand-offs only when there is much to trace: when the latest
- * mark phase of the same kind traced at least parallel_mark_min slots (a minor GC traces what
- * survives of the young, usually far less than the young slots in use), and more than one GC
- * thread is configured. Before the first of its kind, the slots in use (major) or young slots
- * in use (minor) stand for it. */
 /* Slots a mark phase of this kind is expected to trace: what the latest one of its kind traced,
  * or before the first, the slots in use (major) or young slots in use (minor) at this GC. */
 size_t
@@ -620,6 +613,11 @@ mosaic_expected_traced(mosaic_objspace_t *objspace, bool full)
     return expected;
 }
 
+/* Parallel marking pays for its hand-offs only when there is much to trace: when the latest
+ * mark phase of the same kind traced at least parallel_mark_min slots (a minor GC traces what
+ * survives of the young, usually far less than the young slots in use), and more than one GC
+ * thread is configured. Before the first of its kind, the slots in use (major) or young slots
+ * in use (minor) stand for it. */
 static bool
 parallel_mark_p(mosaic_objspace_t *objspace, bool full)
 {
@@ -680,6 +678,8 @@ mark_complete(mosaic_objspace_t *objspace, bool full, bool parallel)
     rb_ractor_finish_marking();
 }
 
+/* Marks everything reachable from the roots (full), or from the roots and the remembered
+ * set with old objects taken as reached (minor). World stopped, all pages swept. */
 void
 mosaic_mark_phase(mosaic_objspace_t *objspace, bool full)
 {
