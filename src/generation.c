@@ -27,12 +27,17 @@ mosaic_remember(mosaic_objspace_t *objspace, VALUE obj)
 }
 
 /* While a major GC marks in steps (DESIGN section 10): a marked `a` that now refers to an
- * unmarked `b` greys `b` (mark.c), so the tri-color invariant holds between steps. Under the VM
- * lock without the barrier: several Ractors run write barriers, and the mark stack is one;
- * the state is read again under the lock (a step may have ended the marking meanwhile). */
+ * unmarked `b` greys `b` (mark.c), so the tri-color invariant holds between steps. The common
+ * cases (`a` white, or `b` marked already) are decided without the lock: a step cannot run
+ * while this thread is inside the barrier (steps stop every Ractor at a safepoint), and a bit
+ * another Ractor's barrier sets meanwhile only makes `b` marked or `a` grey (then traced with
+ * `b` in it). Greying takes the VM lock without the barrier: several Ractors run write
+ * barriers, and the mark stack is one; the state is read again under the lock (waiting for it
+ * is a safepoint: a step may have ended the marking meanwhile). */
 static void
 writebarrier_incremental(mosaic_objspace_t *objspace, VALUE a, VALUE b)
 {
+    if (!mosaic_marked_p(a) || mosaic_marked_p(b)) return;
     unsigned int lev = rb_gc_vm_lock_no_barrier();
     if (objspace->incremental_marking && mosaic_marked_p(a) && !mosaic_marked_p(b)) mosaic_mark_grey(objspace, b);
     rb_gc_vm_unlock_no_barrier(lev);

@@ -127,11 +127,18 @@ mosaic_memory_after_gc(mosaic_objspace_t *objspace, unsigned int reason)
     const struct mosaic_params *params = &objspace->params;
     if (params->trace) {
         size_t pause_us = (size_t)((mosaic_now_ns() - objspace->gc_start_ns) / 1000);
+        /* A major GC marked in steps ends at its final pause: how many steps it took. */
+        char steps[48] = "";
+        if (objspace->marked_in_steps) {
+            snprintf(steps, sizeof(steps), ", %zu steps",
+                     objspace->stats.incremental_steps - objspace->incremental_steps_at_start);
+        }
         fprintf(stderr,
-                "[mosaic] gc %zu %s (%s): heap %.1f -> %.1f MiB live, %.1f MiB pages, target %.1f, pool %.1f | "
+                "[mosaic] gc %zu %s (%s%s): heap %.1f -> %.1f MiB live, %zuk old, %.1f MiB pages, target %.1f, pool %.1f | "
                 "malloc %.1f MiB, limit %.1f, oldmalloc %.1f/%.1f | %zu.%03zu ms\n",
                 objspace->stats.count, (reason & MOSAIC_REASON_FULL_MARK) ? "major" : "minor",
-                reason_name(reason), mib(objspace->heap_bytes_at_gc), mib(objspace->live_bytes),
+                reason_name(reason), steps, mib(objspace->heap_bytes_at_gc), mib(objspace->live_bytes),
+                objspace->old_objects / 1000,
                 mib(objspace->sorted_count * MOSAIC_PAGE_SIZE), mib(objspace->heap_target_bytes),
                 mib(objspace->pool_count * MOSAIC_PAGE_SIZE), mib(objspace->malloc_bytes_at_gc),
                 mib(objspace->malloc_limit), mib(objspace->oldmalloc_held_bytes), mib(objspace->oldmalloc_limit),

@@ -454,6 +454,8 @@ typedef struct mosaic_objspace {
     bool incremental_marking;        /* a major GC is marking in steps: between its pauses too */
     unsigned int incremental_reason; /* its MOSAIC_REASON_* (the sweep and reports read them at its end) */
     double mark_per_slot;            /* slots a step marks per slot a cache takes */
+    bool marked_in_steps;            /* the latest cycle's major marked in steps (MOSAIC_TRACE) */
+    size_t incremental_steps_at_start; /* stats.incremental_steps when it started */
     bool reserving;                  /* this sweep holds pages back for an incremental major (sweep.c) */
     size_t tricolor_checked_at;      /* checking build: total allocations at the latest tri-color check */
     void *verify_ctx;                /* set while the heap checker walks edges (verify.c) */
