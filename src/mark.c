@@ -106,6 +106,22 @@ mosaic_mark_stack_push_chunk(struct mosaic_mark_stack *stack, struct mosaic_mark
     stack->top = chunk;
 }
 
+/* Takes the top chunk with work in it off the stack, whole (an incremental step's marker hands
+ * its work back, mark_workers.c). NULL when the stack is empty. */
+struct mosaic_mark_chunk *
+mosaic_mark_stack_take_chunk(struct mosaic_mark_stack *stack)
+{
+    for (;;) {
+        struct mosaic_mark_chunk *top = stack->top;
+        if (!top) return NULL;
+        stack->top = top->prev;
+        top->prev = NULL;
+        if (top->used) return top;
+        if (stack->spare) mosaic_mark_chunk_unmap(top);
+        else stack->spare = top;
+    }
+}
+
 /* Takes about half of the stack's work out, as a chunk another marker can trace: a whole full
  * chunk from under the top one if there is one, else the older half of the top chunk (copied
  * into a fresh chunk). NULL when there is too little to be worth handing over. */
@@ -211,6 +227,17 @@ mosaic_marker_begin(mosaic_objspace_t *objspace, struct mosaic_marker *marker, b
     current_marker = marker;
 }
 
+/* Adds a weak slot to a list; once a removal built the list's index (weak_index.c), a slot
+ * registered already (its parent traced twice) is not added twice: a removal must drop every
+ * registration. False when it was there. */
+static bool
+weak_list_add(struct mosaic_ptr_vec *list, struct mosaic_weak_index *index, VALUE *ptr)
+{
+    if (RB_UNLIKELY(index->built) && !mosaic_weak_index_insert(index, ptr, list->size)) return false;
+    mosaic_ptr_vec_push(list, ptr);
+    return true;
+}
+
 /* Ends `marker`'s phase (collecting thread, every marker idle): its counts go to the heaps and
  * the statistics, its weak slots to the objspace's list. Returns the slots it marked. */
 size_t
@@ -225,8 +252,12 @@ mosaic_marker_end(mosaic_objspace_t *objspace, struct mosaic_marker *marker)
     objspace->stats.marked_slots += marked;
     objspace->stats.weak_references_count += marker->weak_count;
     if (marker->weak_refs != &objspace->weak_refs) {
+        /* Between the steps of an incremental mark the objspace's list may have its index
+         * built (a removal built it): merged slots go into it too, or a later removal would
+         * miss them (a slot of freed memory left in the list). */
         for (size_t i = 0; i < marker->weak_refs->size; i++) {
-            if (marker->weak_refs->items[i]) mosaic_ptr_vec_push(&objspace->weak_refs, marker->weak_refs->items[i]);
+            VALUE *ptr = marker->weak_refs->items[i];
+            if (ptr) weak_list_add(&objspace->weak_refs, &objspace->weak_index, ptr);
         }
         marker->weak_refs->size = 0;
         if (marker->weak_index->built) mosaic_weak_index_reset(marker->weak_index);
@@ -447,15 +478,9 @@ mosaic_mark_weak(mosaic_objspace_t *objspace, VALUE *ptr)
         rb_bug("Mosaic: weak reference %p points to a free slot %p", (void *)ptr, (void *)obj);
     }
     struct mosaic_marker *marker = current_marker;
-    /* Once a removal built the index (weak_index.c), a slot registered again (its parent
-     * traced twice) is not pushed twice: a removal must drop every registration. Each marker
-     * has its own list and index: a parent is traced by one marker, which registers all of
-     * its slots. */
-    if (!RB_UNLIKELY(marker->weak_index->built) ||
-        mosaic_weak_index_insert(marker->weak_index, ptr, marker->weak_refs->size)) {
-        mosaic_ptr_vec_push(marker->weak_refs, ptr);
-        marker->weak_count++;
-    }
+    /* Each marker has its own list and index: a parent is traced by one marker, which
+     * registers all of its slots. */
+    if (weak_list_add(marker->weak_refs, marker->weak_index, ptr)) marker->weak_count++;
 
     /* The same rule as for strong edges: an old parent whose weak referent is young stays
      * remembered, so the next minor GC traces it again and registers this slot again. Without
@@ -632,6 +657,7 @@ mark_setup(mosaic_objspace_t *objspace, bool full, bool parallel)
 {
     objspace->stats.marked_slots = 0;
     objspace->stats.weak_references_count = 0;
+    objspace->incremental_traced_by_threads = 0;
     objspace->stats.remembered_rescanned = 0;
     /* With full marks disabled (GC.config(rgengc_allow_full_mark: false)) nothing is promoted:
      * old garbage could then only be freed by an explicit GC.start, as in the default GC. */
@@ -669,7 +695,7 @@ mark_complete(mosaic_objspace_t *objspace, bool full, bool parallel)
 {
     struct mosaic_marker *marker = &objspace->main_marker;
     size_t traced = parallel ? mosaic_mark_workers_finish(objspace, marker) : 0;
-    traced += mosaic_marker_end(objspace, marker);
+    traced += mosaic_marker_end(objspace, marker) + objspace->incremental_traced_by_threads;
     objspace->last_traced[full] = traced + 1;
 
     update_weak_references(objspace);
@@ -687,7 +713,7 @@ mosaic_mark_phase(mosaic_objspace_t *objspace, bool full)
      * the rest before any object is marked). */
     objspace->aging = objspace->params.generational && objspace->params.allow_full_mark;
     objspace->marking = true;
-    bool parallel = parallel_mark_p(objspace, full) && mosaic_mark_workers_begin(objspace);
+    bool parallel = parallel_mark_p(objspace, full) && mosaic_mark_workers_begin(objspace, 0);
     mark_setup(objspace, full, parallel);
     mosaic_finalize_mark_roots(objspace);
     mosaic_objid_mark_roots(objspace);
@@ -716,16 +742,41 @@ marker_resume(mosaic_objspace_t *objspace, struct mosaic_marker *marker, unsigne
     objspace->marking = true;
 }
 
+/* The prefetch queue emptied onto the stack: a queued object is marked but not yet scanned. */
 static void
-marker_pause(mosaic_objspace_t *objspace, struct mosaic_marker *marker)
+marker_flush_queue(struct mosaic_marker *marker)
 {
 #if MOSAIC_MARK_QUEUE
     VALUE obj;
     unsigned int depth;
     while (mark_queue_take(&marker->queue, &obj, &depth)) mark_stack_push(&marker->stack, obj);
+#else
+    (void)marker;
 #endif
+}
+
+static void
+marker_pause(mosaic_objspace_t *objspace, struct mosaic_marker *marker)
+{
+    marker_flush_queue(marker);
     objspace->marking = false;
     current_marker = NULL;
+}
+
+/* A marker of a parallel incremental step (mark_workers.c): traces until `budget` more slots
+ * are marked (false: what is left is all on its stack) or it has nothing left (true). */
+bool
+mosaic_marker_trace(mosaic_objspace_t *objspace, struct mosaic_marker *marker, size_t budget)
+{
+    if (marker_trace(objspace, marker, budget)) return true;
+    marker_flush_queue(marker);
+    return false;
+}
+
+size_t
+mosaic_marker_marked(const struct mosaic_marker *marker)
+{
+    return marker_marked(marker);
 }
 
 static bool
@@ -758,10 +809,23 @@ bool
 mosaic_mark_incremental_step(mosaic_objspace_t *objspace, size_t budget)
 {
     struct mosaic_marker *marker = &objspace->main_marker;
+    /* A step large enough is shared with the GC threads, each marker taking an equal part of
+     * the budget (mark_workers.c); they hand what is left back to this stack. */
+    unsigned int markers = objspace->params.gc_threads;
+    bool parallel = markers >= 2 && budget >= objspace->params.parallel_mark_min / 8 &&
+        mosaic_mark_workers_begin(objspace, budget / markers + 1);
     /* Nothing in place: a popped object's children are pushed, so the budget is checked
      * after each object, not after a subtree. */
     marker_resume(objspace, marker, MOSAIC_MARK_EAGER_DEPTH);
-    marker_trace(objspace, marker, budget);
+    if (parallel) {
+        marker->shared = true;
+        mosaic_mark_workers_step(objspace, marker);
+        marker->shared = false;
+        current_marker = marker;
+    }
+    else {
+        marker_trace(objspace, marker, budget);
+    }
     marker_pause(objspace, marker);
     return mark_stack_empty(&marker->stack);
 }
@@ -794,12 +858,15 @@ mosaic_mark_incremental_finish(mosaic_objspace_t *objspace)
 {
     struct mosaic_marker *marker = &objspace->main_marker;
     objspace->incremental_marking = false;
+    /* On every GC thread when the mark is large enough, as a major GC marked at once. */
+    bool parallel = parallel_mark_p(objspace, true) && mosaic_mark_workers_begin(objspace, 0);
     marker_resume(objspace, marker, 0);
+    marker->shared = parallel;
     mark_roots(objspace);
     mark_drain(objspace);
     push_marked_wb_unprotected(objspace);
     mark_drain(objspace);
-    mark_complete(objspace, true, false);
+    mark_complete(objspace, true, parallel);
 }
 
 /* The write barrier's insertion step while a major GC marks in steps (generation.c; VM lock

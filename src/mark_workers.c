@@ -16,6 +16,12 @@
  *     empty, nothing is left to mark: no marker holds work, and only a marker with work can
  *     create more. The threads' counts and weak slots are merged after all have stopped.
  *
+ * An incremental step shared with the threads (mosaic_mark_workers_step) is the same with a
+ * budget per marker: a GC thread that used its part up hands its whole stack to the pool and
+ * stops (the collecting thread keeps its own); the step ends when every marker used its part
+ * or waits with nothing to take, and the collecting thread puts the pool back on its stack, so
+ * between steps the grey set is that one stack.
+ *
  * Invariants:
  *  - The GC threads only run during a mark phase, with the world stopped, and only call
  *    rb_gc_mark_children (through their marker) and the allocator (xfree from mark functions).
@@ -26,8 +32,10 @@
  *    thread (TestProcess#test_daemon_no_threads). A child forked behind Ruby's back (fork(2)
  *    from C) notices by its pid and abandons the parent's record instead of waiting for
  *    threads it does not have.
- *  - idle counts markers that wait in take_work; the phase is over exactly when
- *    idle == threads + 1 with the pool empty; after that no marker pushes again.
+ *  - idle counts markers that wait in take_work, exhausted those of a step that used their
+ *    budget up (0 in a whole mark); the phase is over exactly when idle + exhausted ==
+ *    threads + 1 with the pool empty (or, in a step, with no one idle to take it); after that
+ *    no marker marks again.
  */
 #define _GNU_SOURCE 1 /* pthread_setname_np */
 #include <pthread.h>
@@ -57,6 +65,8 @@ struct mosaic_mark_workers {
     struct mosaic_mark_chunk *pool;  /* chunks of work handed over, linked through prev */
     unsigned long phase;             /* incremented by every parallel mark */
     unsigned int idle;               /* markers waiting in take_work */
+    size_t step_budget;              /* an incremental step: slots each marker marks (0: a whole mark) */
+    unsigned int exhausted;          /* markers of the step that used their budget up */
     int hungry;                      /* idle > 0 during a phase: read without the lock */
     unsigned int finished;           /* threads done with the current phase */
     bool done;                       /* the current phase has nothing left to mark */
@@ -84,7 +94,7 @@ take_work(struct mosaic_mark_workers *w)
             break;
         }
         if (w->done) break;
-        if (w->idle == w->count + 1) {
+        if (w->idle + w->exhausted == w->count + 1) {
             w->done = true;
             __atomic_store_n(&w->hungry, 0, __ATOMIC_RELAXED);
             pthread_cond_broadcast(&w->work_cond);
@@ -96,12 +106,48 @@ take_work(struct mosaic_mark_workers *w)
     return chunk;
 }
 
+/* A marker of an incremental step used its budget up: a GC thread's marker hands its whole
+ * stack to the pool (the collecting thread takes the pool back when the step ends: it is the
+ * grey set the next step starts from); the collecting thread's keeps its own. When every
+ * marker has used its budget or waits with nothing to take, the step is over. */
 static void
-mark_until_done(mosaic_objspace_t *objspace, struct mosaic_marker *marker)
+step_exhausted(struct mosaic_mark_workers *w, struct mosaic_marker *marker, bool collecting)
+{
+    pthread_mutex_lock(&w->lock);
+    if (!collecting) {
+        struct mosaic_mark_chunk *chunk;
+        while ((chunk = mosaic_mark_stack_take_chunk(&marker->stack)) != NULL) {
+            chunk->prev = w->pool;
+            w->pool = chunk;
+        }
+    }
+    w->exhausted++;
+    if (w->idle + w->exhausted == w->count + 1 && (w->idle == 0 || !w->pool)) {
+        w->done = true;
+        __atomic_store_n(&w->hungry, 0, __ATOMIC_RELAXED);
+    }
+    pthread_cond_broadcast(&w->work_cond);
+    pthread_mutex_unlock(&w->lock);
+}
+
+/* Marks until the phase has nothing left (a whole mark), or, in an incremental step, until
+ * this marker has marked its part of the step's budget. */
+static void
+mark_until_done(mosaic_objspace_t *objspace, struct mosaic_marker *marker, bool collecting)
 {
     struct mosaic_mark_workers *w = objspace->workers;
+    size_t until = w->step_budget ? mosaic_add_sat(mosaic_marker_marked(marker), w->step_budget) : SIZE_MAX;
     for (;;) {
-        mosaic_marker_drain(objspace, marker);
+        if (until == SIZE_MAX) {
+            mosaic_marker_drain(objspace, marker);
+        }
+        else {
+            size_t marked = mosaic_marker_marked(marker);
+            if (marked >= until || !mosaic_marker_trace(objspace, marker, until - marked)) {
+                step_exhausted(w, marker, collecting);
+                return;
+            }
+        }
         struct mosaic_mark_chunk *chunk = take_work(w);
         if (!chunk) return;
         mosaic_mark_stack_push_chunk(&marker->stack, chunk);
@@ -137,7 +183,9 @@ worker_main(void *arg)
         uint64_t cpu_start = mosaic_thread_cpu_ns();
         rb_gc_worker_thread_set_vm_context(&self->vm_context);
         mosaic_marker_begin(self->objspace, &self->marker, true);
-        mark_until_done(self->objspace, &self->marker);
+        /* A step scans nothing in place: its budget is checked after every object. */
+        if (w->step_budget) self->marker.base_depth = self->marker.depth = MOSAIC_MARK_EAGER_DEPTH;
+        mark_until_done(self->objspace, &self->marker, false);
         rb_gc_worker_thread_unset_vm_context(&self->vm_context);
         self->cpu_ns = mosaic_thread_cpu_ns() - cpu_start;
 
@@ -193,9 +241,10 @@ workers_start(mosaic_objspace_t *objspace)
     return true;
 }
 
-/* A parallel mark phase begins (collecting thread, world stopped). */
+/* A parallel mark phase begins (collecting thread, world stopped): a whole mark
+ * (step_budget 0), or an incremental step in which each marker marks step_budget slots. */
 bool
-mosaic_mark_workers_begin(mosaic_objspace_t *objspace)
+mosaic_mark_workers_begin(mosaic_objspace_t *objspace, size_t step_budget)
 {
     /* A fork that bypassed rb_gc_impl_before_fork (fork(2) called by C code) left the threads
      * behind in the parent: their record is abandoned, never waited for. */
@@ -212,6 +261,8 @@ mosaic_mark_workers_begin(mosaic_objspace_t *objspace)
     for (unsigned int i = 0; i < w->count; i++) w->workers[i].vm_context.ec = here.ec;
     w->pool = NULL;
     w->idle = 0;
+    w->step_budget = step_budget;
+    w->exhausted = 0;
     w->finished = 0;
     w->done = false;
     w->offers = 0;
@@ -248,15 +299,12 @@ mosaic_mark_workers_offer(mosaic_objspace_t *objspace, struct mosaic_marker *mar
 /* The collecting thread has marked the roots: it marks along until nothing is left anywhere,
  * waits for the threads to stop, and merges what they found. Returns the slots the GC threads
  * marked. */
-size_t
-mosaic_mark_workers_finish(mosaic_objspace_t *objspace, struct mosaic_marker *marker)
+static size_t
+threads_end(mosaic_objspace_t *objspace, struct mosaic_mark_workers *w)
 {
-    struct mosaic_mark_workers *w = objspace->workers;
-    mark_until_done(objspace, marker);
     pthread_mutex_lock(&w->lock);
     while (w->finished < w->count) pthread_cond_wait(&w->done_cond, &w->lock);
     pthread_mutex_unlock(&w->lock);
-    objspace->stats.parallel_marks++;
     objspace->stats.parallel_mark_offers += w->offers;
     size_t marked = 0;
     for (unsigned int i = 0; i < w->count; i++) {
@@ -266,6 +314,32 @@ mosaic_mark_workers_finish(mosaic_objspace_t *objspace, struct mosaic_marker *ma
     }
     objspace->stats.parallel_marked_by_threads += marked;
     return marked;
+}
+
+size_t
+mosaic_mark_workers_finish(mosaic_objspace_t *objspace, struct mosaic_marker *marker)
+{
+    struct mosaic_mark_workers *w = objspace->workers;
+    mark_until_done(objspace, marker, true);
+    objspace->stats.parallel_marks++;
+    return threads_end(objspace, w);
+}
+
+/* An incremental step begun with mosaic_mark_workers_begin(objspace, budget): the collecting
+ * thread marks its part, waits for the threads, merges their counts and weak slots, and puts
+ * the work they handed back on its own stack (the grey set between steps is one stack). */
+void
+mosaic_mark_workers_step(mosaic_objspace_t *objspace, struct mosaic_marker *marker)
+{
+    struct mosaic_mark_workers *w = objspace->workers;
+    mark_until_done(objspace, marker, true);
+    objspace->incremental_traced_by_threads += threads_end(objspace, w);
+    objspace->stats.incremental_parallel_steps++;
+    struct mosaic_mark_chunk *chunk;
+    while ((chunk = w->pool) != NULL) {
+        w->pool = chunk->prev;
+        mosaic_mark_stack_push_chunk(&marker->stack, chunk);
+    }
 }
 
 /* Stops and joins the threads (before fork, at exit); the next parallel mark starts them. */

@@ -403,6 +403,7 @@ struct mosaic_stats {
     size_t incremental_marks;        /* major GCs that marked in steps */
     size_t incremental_steps;        /* their steps, start and final pauses excluded */
     size_t incremental_forced_finishes; /* marks finished early: allocation outran them, or a GC was asked for */
+    size_t incremental_parallel_steps; /* steps shared with the GC threads */
     size_t parallel_mark_offers;     /* chunks of mark work handed from one marker to another */
     size_t parallel_marked_by_threads; /* slots the GC threads (not the collecting one) marked */
     size_t compact_freed_pages;      /* compact.c: pages compactions emptied, ever */
@@ -456,6 +457,7 @@ typedef struct mosaic_objspace {
     double mark_per_slot;            /* slots a step marks per slot a cache takes */
     bool marked_in_steps;            /* the latest cycle's major marked in steps (MOSAIC_TRACE) */
     size_t incremental_steps_at_start; /* stats.incremental_steps when it started */
+    size_t incremental_traced_by_threads; /* slots the GC threads marked in this mark's steps */
     bool reserving;                  /* this sweep holds pages back for an incremental major (sweep.c) */
     size_t tricolor_checked_at;      /* checking build: total allocations at the latest tri-color check */
     void *verify_ctx;                /* set while the heap checker walks edges (verify.c) */
@@ -734,9 +736,13 @@ void mosaic_marker_drain(mosaic_objspace_t *objspace, struct mosaic_marker *mark
 size_t mosaic_marker_end(mosaic_objspace_t *objspace, struct mosaic_marker *marker);
 void mosaic_mark_stack_push_chunk(struct mosaic_mark_stack *stack, struct mosaic_mark_chunk *chunk);
 struct mosaic_mark_chunk *mosaic_mark_stack_split(struct mosaic_mark_stack *stack);
+struct mosaic_mark_chunk *mosaic_mark_stack_take_chunk(struct mosaic_mark_stack *stack);
+bool mosaic_marker_trace(mosaic_objspace_t *objspace, struct mosaic_marker *marker, size_t budget);
+size_t mosaic_marker_marked(const struct mosaic_marker *marker);
 
 /* mark_workers.c: parallel marking threads and the work they share */
-bool mosaic_mark_workers_begin(mosaic_objspace_t *objspace);
+bool mosaic_mark_workers_begin(mosaic_objspace_t *objspace, size_t step_budget);
+void mosaic_mark_workers_step(mosaic_objspace_t *objspace, struct mosaic_marker *marker);
 bool mosaic_mark_workers_hungry(mosaic_objspace_t *objspace);
 void mosaic_mark_workers_offer(mosaic_objspace_t *objspace, struct mosaic_marker *marker);
 size_t mosaic_mark_workers_finish(mosaic_objspace_t *objspace, struct mosaic_marker *marker);

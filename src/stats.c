@@ -46,7 +46,8 @@
     X(mosaic_gc_wall_time) X(mosaic_gc_cpu_time) X(mosaic_pause_max_minor_us) X(mosaic_pause_max_major_us) \
     X(mosaic_fragmentation_compact_count) X(mosaic_compact_freed_pages) \
     X(mosaic_gc_threads) X(mosaic_parallel_marks) X(mosaic_parallel_mark_offers) X(mosaic_parallel_marked_by_threads) \
-    X(mosaic_incremental_marks) X(mosaic_incremental_steps) X(mosaic_incremental_forced_finishes)
+    X(mosaic_incremental_marks) X(mosaic_incremental_steps) X(mosaic_incremental_forced_finishes) \
+    X(mosaic_incremental_parallel_steps)
 
 /* Plus, for every field of the memory breakdown (mosaic.h), mosaic_<name>_bytes (now) and
  * mosaic_peak_<name>_bytes (at the GC with the highest RSS). */
@@ -185,6 +186,7 @@ mosaic_stat(mosaic_objspace_t *objspace, VALUE hash_or_sym)
     SET(mosaic_incremental_marks, st->incremental_marks);
     SET(mosaic_incremental_steps, st->incremental_steps);
     SET(mosaic_incremental_forced_finishes, st->incremental_forced_finishes);
+    SET(mosaic_incremental_parallel_steps, st->incremental_parallel_steps);
     /* The breakdown: computed only when asked for (mallinfo2 walks malloc's bins). */
     {
         bool wanted = !NIL_P(hash);

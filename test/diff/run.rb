@@ -33,11 +33,13 @@ module DiffRun
   # What each GC name runs: its library and environment. The checking build marks every
   # collection on two threads (mark_workers.c), so the parallel marker is verified after every
   # GC; "mosaic_check_steps" is the checking build with every major GC the pacer starts (and
-  # GC.start(immediate_mark: false)) marking in steps of 64 slots, the tri-color invariant
+  # GC.start(immediate_mark: false)) marking in steps of 64 slots shared by 4 markers, the tri-color invariant
   # checked between steps. The release build keeps its defaults.
   VARIANTS = {
     "mosaic_check" => ["mosaic_check", { "MOSAIC_GC_THREADS" => "2", "MOSAIC_PARALLEL_MARK_MIN" => "0" }],
-    "mosaic_check_steps" => ["mosaic_check", { "MOSAIC_STRESS_INCREMENTAL" => "64" }],
+    # Incremental marking in steps of 64 slots, each shared by 4 markers (16 slots each).
+    "mosaic_check_steps" => ["mosaic_check", { "MOSAIC_STRESS_INCREMENTAL" => "64", "MOSAIC_GC_THREADS" => "4",
+                                               "MOSAIC_PARALLEL_MARK_MIN" => "0" }],
   }.freeze
 
   # Runs program file under gc with a timeout; kills the whole process group on timeout.
