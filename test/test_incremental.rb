@@ -10,10 +10,13 @@ require_relative "helper"
 class TestMosaicIncremental < Test::Unit::TestCase
   include MosaicTestHelper
 
-  # Off by default (DESIGN section 10: it costs memory on some workloads); MOSAIC_STRESS_INCREMENTAL
-  # turns it on.
+  # On by default; the environment says so anyway, so these tests keep testing it if the
+  # default changes. MOSAIC_STRESS_INCREMENTAL implies it.
   ON = { "MOSAIC_INCREMENTAL" => "1" }
   STEPS = { "MOSAIC_STRESS_INCREMENTAL" => "64" }
+  # Every step shared with a GC thread (mark_workers.c): each marker marks 32 slots, then the
+  # thread hands its stack back.
+  PARALLEL_STEPS = STEPS.merge("MOSAIC_GC_THREADS" => "2", "MOSAIC_PARALLEL_MARK_MIN" => "0")
 
   # Starts a major GC that marks in steps (as in the default GC, GC.start(immediate_mark:
   # false) does), and checks that it is marking.
@@ -25,9 +28,7 @@ class TestMosaicIncremental < Test::Unit::TestCase
     end
   RUBY
 
-  def test_objects_stored_into_traced_containers_while_marking_survive
-    omit "Mosaic's incremental marking" unless mosaic?
-    assert_gc_script(PRELUDE + <<~'RUBY', env: STEPS, timeout: 300)
+  STORES_WHILE_MARKING = PRELUDE + <<~'RUBY'
       # Old containers, traced early in each major GC; the pacer asks for majors as the old
       # generation grows.
       old = Array.new(200) { [] }
@@ -63,12 +64,14 @@ class TestMosaicIncremental < Test::Unit::TestCase
       end
       table.each { |k, v| r, i = k[1..].split("-").map(&:to_i); assert_equal "x" * (i % 40) + r.to_s, v }
       GC.verify_internal_consistency
-    RUBY
+  RUBY
+
+  def test_objects_stored_into_traced_containers_while_marking_survive
+    omit "Mosaic's incremental marking" unless mosaic?
+    assert_gc_script(STORES_WHILE_MARKING, env: STEPS, timeout: 300)
   end
 
-  def test_weakmap_entries_deleted_and_replaced_while_marking
-    omit "Mosaic's incremental marking" unless mosaic?
-    assert_gc_script(PRELUDE + <<~'RUBY', env: STEPS, timeout: 300)
+  WEAKMAP_CHURN = PRELUDE + <<~'RUBY'
       wm = ObjectSpace::WeakMap.new
       wkm = ObjectSpace::WeakKeyMap.new
       keys = Array.new(20_000) { |i| "key#{i}" }
@@ -99,6 +102,56 @@ class TestMosaicIncremental < Test::Unit::TestCase
         assert_equal "val#{i}", v if v
       end
       GC.verify_internal_consistency
+  RUBY
+
+  def test_weakmap_entries_deleted_and_replaced_while_marking
+    omit "Mosaic's incremental marking" unless mosaic?
+    assert_gc_script(WEAKMAP_CHURN, env: STEPS, timeout: 300)
+  end
+
+  # The GC threads register the weak slots of what they trace in their own lists, merged into
+  # the collecting thread's at the end of each step. Once a WeakMap#delete between steps has
+  # built that list's index, a merged slot must go into the index too: else a later delete
+  # misses it, and the end of the mark reads the freed entry (the checking build reports it).
+  # Many WeakMaps, traced one by one across the steps (behind a chain of arrays), with entries
+  # deleted from each between steps: the first delete from a traced map builds the index, and
+  # the maps traced after it are traced by either thread. A use after free here is certain
+  # only under ASan (the end of the mark writes into the freed entry when its key is dead).
+  def test_weakmap_churn_with_steps_shared_by_gc_threads
+    omit "Mosaic's incremental marking" unless mosaic?
+    assert_gc_script(PRELUDE + <<~'RUBY', env: PARALLEL_STEPS, timeout: 300)
+      n = 300
+      keys = Array.new(n) { |m| Array.new(40) { |i| "k#{m}-#{i}" } }
+      vals = Array.new(n) { |m| Array.new(40) { |i| "v#{m}-#{i}" } }
+      maps = Array.new(n) { |m| w = ObjectSpace::WeakMap.new; 40.times { |i| w[keys[m][i]] = vals[m][i] }; w }
+      chain = maps.reverse.inject(nil) { |rest, w| [w, rest] }
+      GC.start
+      10.times do |round|
+        start_marking
+        n.times do |m|
+          w = maps[(m * 7 + round) % n]
+          2.times do |j|
+            i = (round * 4 + j * 2 + m) % 40
+            w.delete(keys[(m * 7 + round) % n][i])
+            keys[(m * 7 + round) % n][i] = "k#{m}-#{i}-#{round}"   # the deleted key dies
+          end
+          Array.new(30) { |i| "garbage #{i}" }
+        end
+      end
+      3.times { GC.start }
+      maps.each_with_index do |w, m|
+        keys[m].each_with_index { |k, i| v = w[k]; assert_equal "v#{m}-#{i}", v if v }
+      end
+      assert_not_nil chain
+      assert_operator GC.stat(:mosaic_incremental_parallel_steps), :>, 0
+      GC.verify_internal_consistency
+    RUBY
+  end
+
+  def test_stores_while_marking_with_steps_shared_by_gc_threads
+    omit "Mosaic's incremental marking" unless mosaic?
+    assert_gc_script(STORES_WHILE_MARKING + <<~'RUBY', env: PARALLEL_STEPS, timeout: 300)
+      assert_operator GC.stat(:mosaic_incremental_parallel_steps), :>, 0
     RUBY
   end
 
