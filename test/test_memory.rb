@@ -149,11 +149,14 @@ class TestMosaicMemory < Test::Unit::TestCase
 
   def test_trace_prints_one_line_per_gc
     omit "MOSAIC_TRACE" unless mosaic?
-    out, err, status = run_with({ "MOSAIC_TRACE" => "1" }, "3.times { GC.start }; 200_000.times { Object.new }; p GC.count")
+    out, err, status = run_with({ "MOSAIC_TRACE" => "1", "MOSAIC_INCREMENTAL" => "1" },
+                                "3.times { GC.start }; GC.start(immediate_mark: false); 200_000.times { Object.new }; p GC.count")
     assert_predicate status, :success?, err
-    lines = err.lines.grep(/\A\[mosaic\] gc \d+ (major|minor) \(\w+\): heap .* MiB .* ms\n\z/)
+    # A major GC that marked in steps says how many: "(nofree, 12 steps)".
+    lines = err.lines.grep(/\A\[mosaic\] gc \d+ (major|minor) \(\w+(, \d+ steps)?\): heap .* MiB live, \d+k old, .* ms\n\z/)
     assert_equal out.to_i, lines.size, err
     assert_match(/gc \d+ major \(force\)/, err)
+    assert_match(/gc \d+ major \(force, \d+ steps\)/, err)   # GC.start(immediate_mark: false)
   end
 
   def test_memory_report_at_exit
