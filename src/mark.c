@@ -821,7 +821,6 @@ mosaic_mark_incremental_step(mosaic_objspace_t *objspace, size_t budget)
         marker->shared = true;
         mosaic_mark_workers_step(objspace, marker);
         marker->shared = false;
-        current_marker = marker;
     }
     else {
         marker_trace(objspace, marker, budget);

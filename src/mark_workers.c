@@ -296,9 +296,8 @@ mosaic_mark_workers_offer(mosaic_objspace_t *objspace, struct mosaic_marker *mar
     pthread_mutex_unlock(&w->lock);
 }
 
-/* The collecting thread has marked the roots: it marks along until nothing is left anywhere,
- * waits for the threads to stop, and merges what they found. Returns the slots the GC threads
- * marked. */
+/* Waits for the threads to stop and merges what they found (counts, weak slots, CPU time).
+ * Returns the slots they marked. */
 static size_t
 threads_end(mosaic_objspace_t *objspace, struct mosaic_mark_workers *w)
 {
@@ -316,6 +315,9 @@ threads_end(mosaic_objspace_t *objspace, struct mosaic_mark_workers *w)
     return marked;
 }
 
+/* The collecting thread has marked the roots: it marks along until nothing is left anywhere,
+ * waits for the threads to stop, and merges what they found. Returns the slots the GC threads
+ * marked. */
 size_t
 mosaic_mark_workers_finish(mosaic_objspace_t *objspace, struct mosaic_marker *marker)
 {
