@@ -803,20 +803,34 @@ mosaic_mark_incremental_start(mosaic_objspace_t *objspace)
     objspace->incremental_marking = true;
 }
 
+/* Objects the mutator re-greyed between steps (rb_gc_writebarrier_remember on a marked object:
+ * mosaic_mark_grey_again) are traced again here, on the collecting thread alone, before any GC
+ * thread starts: such an object may still be on the mark stack as well (grey since it was
+ * marked), and two markers must never trace one object at the same time (a mark function may
+ * change what it marks: CRuby's method-cache cleanup frees entries). Every other object is on
+ * the stack at most once: it is pushed when it is marked, by the marker that marked it. */
+static void
+retrace_regreyed(mosaic_objspace_t *objspace, struct mosaic_marker *marker)
+{
+    VALUE obj;
+    while (mark_stack_pop(&objspace->retrace, &obj)) scan_in_place(objspace, marker, obj, marker->base_depth);
+}
+
 /* One step (a pause): traces until `budget` more slots are marked or nothing is grey. Returns
  * true when nothing is grey (the final pause may come). */
 bool
 mosaic_mark_incremental_step(mosaic_objspace_t *objspace, size_t budget)
 {
     struct mosaic_marker *marker = &objspace->main_marker;
+    /* Nothing in place: a popped object's children are pushed, so the budget is checked
+     * after each object, not after a subtree. */
+    marker_resume(objspace, marker, MOSAIC_MARK_EAGER_DEPTH);
+    retrace_regreyed(objspace, marker);
     /* A step large enough is shared with the GC threads, each marker taking an equal part of
      * the budget (mark_workers.c); they hand what is left back to this stack. */
     unsigned int markers = objspace->params.gc_threads;
     bool parallel = markers >= 2 && budget >= objspace->params.parallel_mark_min / 8 &&
         mosaic_mark_workers_begin(objspace, budget / markers + 1);
-    /* Nothing in place: a popped object's children are pushed, so the budget is checked
-     * after each object, not after a subtree. */
-    marker_resume(objspace, marker, MOSAIC_MARK_EAGER_DEPTH);
     if (parallel) {
         marker->shared = true;
         mosaic_mark_workers_step(objspace, marker);
@@ -857,15 +871,15 @@ mosaic_mark_incremental_finish(mosaic_objspace_t *objspace)
 {
     struct mosaic_marker *marker = &objspace->main_marker;
     objspace->incremental_marking = false;
-    /* On every GC thread when the mark is large enough, as a major GC marked at once. */
-    bool parallel = parallel_mark_p(objspace, true) && mosaic_mark_workers_begin(objspace, 0);
+    /* On the collecting thread alone: the marked wb-unprotected objects pushed again may still
+     * be on the stack as grey (see retrace_regreyed). */
     marker_resume(objspace, marker, 0);
-    marker->shared = parallel;
+    retrace_regreyed(objspace, marker);
     mark_roots(objspace);
     mark_drain(objspace);
     push_marked_wb_unprotected(objspace);
     mark_drain(objspace);
-    mark_complete(objspace, true, parallel);
+    mark_complete(objspace, true, false);
 }
 
 /* The write barrier's insertion step while a major GC marks in steps (generation.c; VM lock
@@ -887,14 +901,17 @@ mosaic_mark_grey(mosaic_objspace_t *objspace, VALUE obj)
 void
 mosaic_mark_grey_again(mosaic_objspace_t *objspace, VALUE obj)
 {
-    if (mosaic_marked_p(obj)) mark_stack_push(&objspace->main_marker.stack, obj);
+    if (mosaic_marked_p(obj)) mark_stack_push(&objspace->retrace, obj);
 }
 
-/* Every object on the main marker's stack (the grey set between steps; verify.c). */
+/* Every grey object between steps: the main marker's stack and the re-greyed objects (verify.c). */
 void
 mosaic_mark_stack_each(mosaic_objspace_t *objspace, void (*func)(VALUE obj, void *data), void *data)
 {
     for (const struct mosaic_mark_chunk *c = objspace->main_marker.stack.top; c; c = c->prev) {
+        for (size_t i = 0; i < c->used; i++) func(c->items[i], data);
+    }
+    for (const struct mosaic_mark_chunk *c = objspace->retrace.top; c; c = c->prev) {
         for (size_t i = 0; i < c->used; i++) func(c->items[i], data);
     }
 }

@@ -20,7 +20,9 @@
  * budget per marker: a GC thread that used its part up hands its whole stack to the pool and
  * stops (the collecting thread keeps its own); the step ends when every marker used its part
  * or waits with nothing to take, and the collecting thread puts the pool back on its stack, so
- * between steps the grey set is that one stack.
+ * between steps the grey set is that one stack (and the re-greyed objects, which the
+ * collecting thread traces alone before a step starts the threads: no object is traced by two
+ * markers at once, mark.c).
  *
  * Invariants:
  *  - The GC threads only run during a mark phase, with the world stopped, and only call

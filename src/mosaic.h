@@ -458,6 +458,7 @@ typedef struct mosaic_objspace {
     bool marked_in_steps;            /* the latest cycle's major marked in steps (MOSAIC_TRACE) */
     size_t incremental_steps_at_start; /* stats.incremental_steps when it started */
     size_t incremental_traced_by_threads; /* slots the GC threads marked in this mark's steps */
+    struct mosaic_mark_stack retrace; /* objects re-greyed between steps, traced again by the collecting thread alone (mark.c) */
     bool reserving;                  /* this sweep holds pages back for an incremental major (sweep.c) */
     size_t tricolor_checked_at;      /* checking build: total allocations at the latest tri-color check */
     void *verify_ctx;                /* set while the heap checker walks edges (verify.c) */

@@ -148,6 +148,42 @@ class TestMosaicIncremental < Test::Unit::TestCase
     RUBY
   end
 
+  # Bulk writes into arrays already traced: CRuby reports them with rb_gc_writebarrier_remember
+  # (more than 16 elements copied at once), which greys the array again. Re-greyed objects are
+  # traced again by the collecting thread alone at the start of the next step, before the GC
+  # threads start (no object traced on two threads at once); the fresh strings stored by the
+  # bulk copy must survive (with the re-greyed arrays dropped instead of traced, the checking
+  # build's heap check failed, 2 runs of 2).
+  def test_bulk_writes_while_marking_with_steps_shared_by_gc_threads
+    omit "Mosaic's incremental marking" unless mosaic?
+    assert_gc_script(<<~'RUBY', env: PARALLEL_STEPS, timeout: 300)
+      def start_marking
+        GC.start(full_mark: true, immediate_mark: false)
+        raise "no major GC is marking in steps" unless GC.latest_gc_info(:state) == :marking
+      end
+      # Enough live objects that a mark spans many rounds of the loop below.
+      keep = Array.new(100_000) { |i| "keep #{i}" }
+      old = Array.new(100) { [] }
+      2.times { GC.start }
+      60.times do |round|
+        start_marking
+        20.times do |j|
+          a = old[(round * 3 + j) % 100]
+          a.clear if a.size > 300
+          a.concat(Array.new(40) { |k| "bulk #{round} #{j} #{k}" })
+          Array.new(50) { |i| "garbage #{i}" }
+        end
+      end
+      GC.start
+      bad = 0
+      old.each { |a| a.each { |s| bad += 1 unless s.is_a?(String) && s.start_with?("bulk ") } }
+      assert_equal 0, bad
+      assert_equal "keep 99999", keep.last
+      assert_operator GC.stat(:mosaic_incremental_parallel_steps), :>, 0
+      GC.verify_internal_consistency
+    RUBY
+  end
+
   def test_stores_while_marking_with_steps_shared_by_gc_threads
     omit "Mosaic's incremental marking" unless mosaic?
     assert_gc_script(STORES_WHILE_MARKING + <<~'RUBY', env: PARALLEL_STEPS, timeout: 300)
