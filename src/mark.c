@@ -908,10 +908,10 @@ mosaic_mark_grey_again(mosaic_objspace_t *objspace, VALUE obj)
 void
 mosaic_mark_stack_each(mosaic_objspace_t *objspace, void (*func)(VALUE obj, void *data), void *data)
 {
-    for (const struct mosaic_mark_chunk *c = objspace->main_marker.stack.top; c; c = c->prev) {
-        for (size_t i = 0; i < c->used; i++) func(c->items[i], data);
-    }
-    for (const struct mosaic_mark_chunk *c = objspace->retrace.top; c; c = c->prev) {
-        for (size_t i = 0; i < c->used; i++) func(c->items[i], data);
+    const struct mosaic_mark_stack *stacks[] = { &objspace->main_marker.stack, &objspace->retrace };
+    for (size_t s = 0; s < sizeof(stacks) / sizeof(stacks[0]); s++) {
+        for (const struct mosaic_mark_chunk *c = stacks[s]->top; c; c = c->prev) {
+            for (size_t i = 0; i < c->used; i++) func(c->items[i], data);
+        }
     }
 }
