@@ -32,8 +32,8 @@ mosaic_remember(mosaic_objspace_t *objspace, VALUE obj)
  * while this thread is inside the barrier (steps stop every Ractor at a safepoint), and a bit
  * another Ractor's barrier sets meanwhile only makes `b` marked or `a` grey (then traced with
  * `b` in it). Greying takes the VM lock without the barrier: several Ractors run write
- * barriers, and the mark stack is one; the state is read again under the lock (waiting for it
- * is a safepoint: a step may have ended the marking meanwhile). */
+ * barriers, and the mark stack is one; the state is read again under the lock (another
+ * Ractor's step may have ended the marking before this thread got it). */
 static void
 writebarrier_incremental(mosaic_objspace_t *objspace, VALUE a, VALUE b)
 {

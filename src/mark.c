@@ -552,8 +552,8 @@ push_for_rescan(mosaic_objspace_t *objspace, VALUE obj)
 }
 
 /* The slots a marker has marked in this phase (all classes). */
-static size_t
-marker_marked(const struct mosaic_marker *marker)
+size_t
+mosaic_marker_marked(const struct mosaic_marker *marker)
 {
     size_t n = 0;
     for (int i = 0; i < MOSAIC_HEAP_COUNT; i++) n += marker->marked_by_heap[i];
@@ -570,9 +570,9 @@ marker_trace(mosaic_objspace_t *objspace, struct mosaic_marker *marker, size_t b
 {
     VALUE obj;
     unsigned int depth = 0;
-    size_t until = budget == SIZE_MAX ? SIZE_MAX : mosaic_add_sat(marker_marked(marker), budget);
+    size_t until = budget == SIZE_MAX ? SIZE_MAX : mosaic_add_sat(mosaic_marker_marked(marker), budget);
     for (;;) {
-        if (RB_UNLIKELY(until != SIZE_MAX) && marker_marked(marker) >= until) return false;
+        if (RB_UNLIKELY(until != SIZE_MAX) && mosaic_marker_marked(marker) >= until) return false;
         if (mark_stack_pop(&marker->stack, &obj)) {
             depth = marker->base_depth;
             maybe_offer(objspace, marker);
@@ -771,12 +771,6 @@ mosaic_marker_trace(mosaic_objspace_t *objspace, struct mosaic_marker *marker, s
     if (marker_trace(objspace, marker, budget)) return true;
     marker_flush_queue(marker);
     return false;
-}
-
-size_t
-mosaic_marker_marked(const struct mosaic_marker *marker)
-{
-    return marker_marked(marker);
 }
 
 static bool
