@@ -42,6 +42,7 @@ void
 rb_gc_impl_objspace_free(void *objspace_ptr)
 {
     mosaic_objspace_t *objspace = objspace_ptr;
+    mosaic_bg_sweep_free(objspace);
     mosaic_heap_free_all(objspace);
     mosaic_mark_workers_stop(objspace);
     mosaic_mark_stack_free(&objspace->main_marker.stack);
@@ -72,6 +73,7 @@ rb_gc_impl_set_params(void *objspace_ptr)
     mosaic_objspace_t *objspace = objspace_ptr;
     mosaic_params_from_env(&objspace->params);
     mosaic_pace_init(objspace);
+    mosaic_bg_sweep_init(objspace);
 }
 
 void
@@ -121,6 +123,7 @@ void
 rb_gc_impl_shutdown_free_objects(void *objspace_ptr)
 {
     mosaic_objspace_t *objspace = objspace_ptr;
+    mosaic_bg_sweep_free(objspace);
     for (size_t p = 0; p < objspace->sorted_count; p++) {
         struct mosaic_page *page = objspace->sorted_pages[p];
         for (size_t i = 0; i < page->total_slots; i++) {
@@ -380,6 +383,8 @@ rb_gc_impl_before_fork(void *objspace_ptr)
     /* The marking threads stop here and start again at the next parallel mark, in the
      * parent and in the child (mark_workers.c): a fork copies only the forking thread. */
     mosaic_mark_workers_stop(objspace_ptr);
+    /* So does the background sweeper (its pthread_atfork handler covers forks from C too). */
+    mosaic_bg_sweep_stop(objspace_ptr);
 }
 
 void
@@ -503,6 +508,9 @@ rb_gc_impl_garbage_object_p(void *objspace_ptr, VALUE obj)
 void
 rb_gc_impl_set_event_hook(void *objspace_ptr, const rb_event_flag_t event)
 {
+    /* Frees from now on are reported: the background sweeper, which does not report them,
+     * stops (the mutator sweeps the rest of the cycle). */
+    mosaic_bg_sweep_stop(objspace_ptr);
     ((mosaic_objspace_t *)objspace_ptr)->hook_events = event & RUBY_INTERNAL_EVENT_OBJSPACE_MASK;
 }
 

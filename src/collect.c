@@ -292,13 +292,18 @@ finish_cycle(mosaic_objspace_t *objspace, unsigned int reason, bool compact, uin
     mosaic_memory_after_gc(objspace, reason);
     bool verify = verify_due(objspace);
     mosaic_gc_exit(objspace, lev);
+    /* The lazy sweep left: the background sweeper takes pages ahead of it (bg_sweep.c). */
+    if (objspace->lazy_sweeping && objspace->heap_walk_depth == 0) mosaic_bg_sweep_start(objspace);
 
     if (objspace->zombies && !ruby_free_at_exit_p()) {
         rb_postponed_job_trigger(objspace->finalize_job);
     }
 
     if (verify) {
-        /* The checker finishes a lazy sweep first; it stops with rb_bug on a broken heap. */
+        /* The checker finishes a lazy sweep first; it stops with rb_bug on a broken heap. It
+         * lets the background sweeper go through its pages first, so that what the thread
+         * swept is checked too. */
+        mosaic_bg_sweep_wait(objspace);
         mosaic_verify_heap(objspace, true);
     }
 }

@@ -93,6 +93,7 @@ mosaic_params_defaults(struct mosaic_params *params)
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     params->gc_threads = cores < 1 ? 1 : cores > 8 ? 8 : (unsigned int)cores;
     params->parallel_mark_min = 100000;
+    params->background_sweep = params->gc_threads > 1;
     params->incremental = true;    /* measured: pauses down, memory a little up (DESIGN section 10) */
     params->incremental_min = 10000;
     params->mark_step_min = 4096;
@@ -239,6 +240,13 @@ mosaic_params_from_env(struct mosaic_params *params)
         params->gc_threads = (unsigned int)threads;
     }
     env_size("MOSAIC_PARALLEL_MARK_MIN", &params->parallel_mark_min, 0);
+    /* On when there is a core for it (the GC threads' count says how many the GC may use). */
+    params->background_sweep = params->gc_threads > 1;
+    size_t background_sweep = params->background_sweep;
+    if (env_size("MOSAIC_BACKGROUND_SWEEP", &background_sweep, 0)) params->background_sweep = background_sweep != 0;
+#if MOSAIC_SIZE_HISTOGRAM
+    params->background_sweep = false;  /* the histogram's death counts are not thread-safe */
+#endif
     size_t incremental = params->incremental;
     if (env_size("MOSAIC_INCREMENTAL", &incremental, 0)) params->incremental = incremental != 0;
     env_size("MOSAIC_INCREMENTAL_MIN", &params->incremental_min, 0);

@@ -152,6 +152,12 @@ struct mosaic_page {
     uint32_t final_slots;            /* zombies on this page */
     uint32_t free_slots;             /* counted by the latest sweep of this page */
     bool before_sweep;               /* marked this cycle, not swept yet */
+    /* The background sweeper (bg_sweep.c): the page's slot in its list (MOSAIC_BG_UNLISTED:
+     * the mutator sweeps it), set with release once the thread swept it, and its result. */
+    bool bg_done;
+    bool bg_leftovers;               /* leftover_bits has a bit set */
+    uint32_t bg_slot;
+    uint32_t bg_freed;               /* objects the thread freed */
     struct mosaic_free_slot *freelist;
     struct mosaic_page *free_next;   /* link in a heap->free_pages bucket, or in the pool */
     size_t pooled_at;                /* stats.count when it entered the empty-page pool */
@@ -165,7 +171,10 @@ struct mosaic_page {
     mosaic_bits_t age1_bits[MOSAIC_BITMAP_WORDS];
     mosaic_bits_t old_bits[MOSAIC_BITMAP_WORDS];
     mosaic_bits_t remembered_bits[MOSAIC_BITMAP_WORDS];
+    /* Dead objects the background sweeper left for the mutator (sweep.c, background_safe_p). */
+    mosaic_bits_t leftover_bits[MOSAIC_BITMAP_WORDS];
 };
+#define MOSAIC_BG_UNLISTED UINT32_MAX
 
 /* A size class: every page in it has the same slot size. */
 struct mosaic_heap {
@@ -318,7 +327,8 @@ struct mosaic_params {
     double compact_pause_fraction;   /* move budget: this fraction of the mark time */
     unsigned int gc_threads;         /* MOSAIC_GC_THREADS: threads that mark, the collector's included */
     size_t parallel_mark_min;        /* MOSAIC_PARALLEL_MARK_MIN: slots in use below which marking stays on one thread */
-    bool incremental;                /* MOSAIC_INCREMENTAL=1: pacer-started majors mark in steps (DESIGN section 10); off by default */
+    bool incremental;                /* MOSAIC_INCREMENTAL=0 turns off marking in steps for pacer-started majors (DESIGN section 10) */
+    bool background_sweep;           /* MOSAIC_BACKGROUND_SWEEP=0 turns off the background sweeper (bg_sweep.c; on with 2+ GC threads) */
     size_t incremental_min;          /* MOSAIC_INCREMENTAL_MIN: live slots below which a major marks at once */
     size_t mark_step_min;            /* MOSAIC_MARK_STEP_MIN: slots a step marks at least */
     size_t stress_incremental;       /* MOSAIC_STRESS_INCREMENTAL=N: every pacer major marks in steps, of N slots (implies MOSAIC_INCREMENTAL=1) */
@@ -404,6 +414,10 @@ struct mosaic_stats {
     size_t incremental_steps;        /* their steps, start and final pauses excluded */
     size_t incremental_forced_finishes; /* marks finished early: allocation outran them, or a GC was asked for */
     size_t incremental_parallel_steps; /* steps shared with the GC threads */
+    size_t background_sweeps;        /* cycles the background sweeper was started on */
+    size_t background_swept_pages;   /* pages it swept */
+    size_t background_freed_objects; /* objects it freed */
+    uint64_t background_sweep_cpu_ns; /* its CPU time (also in gc_cpu_ns) */
     size_t parallel_mark_offers;     /* chunks of mark work handed from one marker to another */
     size_t parallel_marked_by_threads; /* slots the GC threads (not the collecting one) marked */
     size_t compact_freed_pages;      /* compact.c: pages compactions emptied, ever */
@@ -450,6 +464,7 @@ typedef struct mosaic_objspace {
     struct mosaic_weak_index weak_index; /* weak_index.c; built only after a remove_weak */
     bool aging;                      /* this mark phase ages and promotes what it marks */
     struct mosaic_mark_workers *workers; /* parallel marking threads (mark_workers.c), or NULL */
+    struct mosaic_bg_sweep *bg_sweep; /* the background sweeper (bg_sweep.c), or NULL */
     size_t last_traced[2];           /* ... by the latest minor [0] and major [1] mark phase, plus one (0: none yet) */
     /* Incremental marking (DESIGN section 10, collect.c and mark.c). */
     bool incremental_marking;        /* a major GC is marking in steps: between its pauses too */
@@ -762,6 +777,17 @@ void mosaic_sweep_prepare(mosaic_objspace_t *objspace);
 struct mosaic_page *mosaic_sweep_for_free_page(mosaic_objspace_t *objspace, struct mosaic_heap *heap);
 void mosaic_sweep_rest(mosaic_objspace_t *objspace);
 void mosaic_sweep_finish_now(mosaic_objspace_t *objspace);
+void mosaic_sweep_page_background(mosaic_objspace_t *objspace, struct mosaic_page *page);
+
+/* bg_sweep.c: the background sweeper */
+void mosaic_bg_sweep_init(mosaic_objspace_t *objspace);
+void mosaic_bg_sweep_reset(mosaic_objspace_t *objspace);
+bool mosaic_bg_sweep_add(mosaic_objspace_t *objspace, struct mosaic_page *page);
+void mosaic_bg_sweep_start(mosaic_objspace_t *objspace);
+void mosaic_bg_sweep_stop(mosaic_objspace_t *objspace);
+void mosaic_bg_sweep_wait(mosaic_objspace_t *objspace);
+bool mosaic_bg_sweep_claim(mosaic_objspace_t *objspace, struct mosaic_page *page);
+void mosaic_bg_sweep_free(mosaic_objspace_t *objspace);
 
 /* collect.c: the cycle, entering and leaving GC */
 bool mosaic_collect(mosaic_objspace_t *objspace, unsigned int reason);
@@ -814,6 +840,8 @@ void mosaic_size_histogram_write(void);
 /* malloc.c: accounting of malloc'd bytes */
 void mosaic_malloc_increase(mosaic_objspace_t *objspace, size_t size, bool may_collect);
 void mosaic_malloc_decrease(mosaic_objspace_t *objspace, size_t size);
+void mosaic_malloc_tally_begin(size_t *tally);
+void mosaic_malloc_tally_end(void);
 
 /* finalize.c: zombies, finalizers */
 void mosaic_finalize_init(mosaic_objspace_t *objspace);

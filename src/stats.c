@@ -47,7 +47,8 @@
     X(mosaic_fragmentation_compact_count) X(mosaic_compact_freed_pages) \
     X(mosaic_gc_threads) X(mosaic_parallel_marks) X(mosaic_parallel_mark_offers) X(mosaic_parallel_marked_by_threads) \
     X(mosaic_incremental_marks) X(mosaic_incremental_steps) X(mosaic_incremental_forced_finishes) \
-    X(mosaic_incremental_parallel_steps)
+    X(mosaic_incremental_parallel_steps) X(mosaic_background_sweeps) X(mosaic_background_swept_pages) \
+    X(mosaic_background_freed_objects) X(mosaic_background_sweep_cpu_time)
 
 /* Plus, for every field of the memory breakdown (mosaic.h), mosaic_<name>_bytes (now) and
  * mosaic_peak_<name>_bytes (at the GC with the highest RSS). */
@@ -187,6 +188,10 @@ mosaic_stat(mosaic_objspace_t *objspace, VALUE hash_or_sym)
     SET(mosaic_incremental_steps, st->incremental_steps);
     SET(mosaic_incremental_forced_finishes, st->incremental_forced_finishes);
     SET(mosaic_incremental_parallel_steps, st->incremental_parallel_steps);
+    SET(mosaic_background_sweeps, st->background_sweeps);
+    SET(mosaic_background_swept_pages, st->background_swept_pages);
+    SET(mosaic_background_freed_objects, st->background_freed_objects);
+    SET(mosaic_background_sweep_cpu_time, st->background_sweep_cpu_ns / 1000000);
     /* The breakdown: computed only when asked for (mallinfo2 walks malloc's bins). */
     {
         bool wanted = !NIL_P(hash);

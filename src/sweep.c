@@ -52,50 +52,165 @@ bits_keep(mosaic_bits_t *word, mosaic_bits_t keep)
     if (*word & ~keep) __atomic_fetch_and(word, keep, __ATOMIC_RELAXED);
 }
 
-/* Sweeps one page: frees every unmarked object and pushes its slot on the page's freelist.
- * One bitmap word at a time: a word whose slots are all marked costs one load, and the GC
- * bits of every unmarked slot (freed, already free, or a zombie's) are cleared word-wise, so
- * the next object in a freed slot starts young and protected. Slots are visited downwards so
- * the rebuilt freelist hands them out upwards. Returns the page's free slots. */
+/* bits &= keep for a word only sweeping and marking change: a plain read, and a store only
+ * when it changes something (untouched words stay shared with a forked parent). The store is
+ * atomic because the write barrier reads old bits of the page's live objects while the
+ * background sweeper runs (their bits are the same before and after). */
+static inline void
+bits_store_keep(mosaic_bits_t *word, mosaic_bits_t keep)
+{
+    mosaic_bits_t bits = *word;
+    if (bits & ~keep) __atomic_store_n(word, bits & keep, __ATOMIC_RELAXED);
+}
+
+/* The unmarked slots of bitmap word w, each prefetched: the sweep reads every unmarked
+ * slot's header (free slot or dead object), and those reads were most of its time (a cache
+ * miss each; perf on RDoc put 77% of the sweep loop's samples on that one load). */
+static inline mosaic_bits_t
+prefetch_unmarked(const struct mosaic_page *page, const struct mosaic_heap *heap, size_t w)
+{
+    mosaic_bits_t dead = heap->slot_bits[w] & ~page->mark_bits[w];
+    for (mosaic_bits_t d = dead; d; d &= d - 1) {
+        __builtin_prefetch((const void *)mosaic_slot_at(page, w * 64 + (size_t)__builtin_ctzll(d)));
+    }
+    return dead;
+}
+
+/* Whether freeing `obj` touches nothing but the object and the buffers it malloc'd, so that
+ * the background sweeper may free it while the mutator runs (bg_sweep.c). rb_gc_obj_free of
+ * these types only frees buffers (ruby_xfree: thread-safe, malloc.c) when none of the flags
+ * below is set; each flag, and every other type, reaches VM tables or runs code: generic
+ * ivars (FL_EXIVAR), the object-id tables (SEEN_OBJ_ID), finalizers (FL_FINALIZE, a
+ * zombie), the fstring table (RSTRING_FSTR), and for other types method tables, subclass
+ * lists, dfree, symbols, call caches. */
+static inline bool
+background_safe_p(VALUE obj)
+{
+    VALUE flags = RBASIC(obj)->flags;
+    if (flags & (RUBY_FL_EXIVAR | RUBY_FL_SEEN_OBJ_ID | RUBY_FL_FINALIZE)) return false;
+    switch (flags & RUBY_T_MASK) {
+      case T_STRING:
+        return !(flags & RSTRING_FSTR);
+      case T_OBJECT: case T_ARRAY: case T_HASH: case T_FLOAT: case T_BIGNUM:
+      case T_STRUCT: case T_RATIONAL: case T_COMPLEX: case T_MATCH:
+        return true;
+      default:
+        return false;
+    }
+}
+
+enum sweep_mode {
+    SWEEP_ALL,         /* the mutator sweeps the page whole */
+    SWEEP_BACKGROUND,  /* the background sweeper: background_safe_p objects only, the others are
+                        * left in leftover_bits */
+    SWEEP_LEFTOVERS,   /* the mutator frees what the background sweeper left */
+};
+
+/* Sweeps one page: frees its unmarked objects (in SWEEP_LEFTOVERS: those of leftover_bits)
+ * and pushes their slots on the page's freelist. One bitmap word at a time: a word whose
+ * slots are all marked costs one load, and the GC bits of every unmarked slot (freed, already
+ * free, left over, or a zombie's) are cleared word-wise, so the next object in a freed slot
+ * starts young and protected. Slots are visited downwards so the rebuilt freelist hands them
+ * out upwards. Returns the slots freed; *empty counts unmarked slots that were free already.
+ * It writes only this page's freelist and bitmaps, and reads no other page's state: the
+ * background sweeper runs it while the mutator runs (bg_sweep.c). */
 static size_t
-page_sweep(mosaic_objspace_t *objspace, struct mosaic_page *page)
+page_sweep(mosaic_objspace_t *objspace, struct mosaic_page *page, enum sweep_mode mode, size_t *empty)
 {
     const struct mosaic_heap *heap = page->heap;
-    bool hook = objspace->hook_events & RUBY_INTERNAL_EVENT_FREEOBJ;
-    size_t freed = 0, empty = 0;
+    bool hook = mode != SWEEP_BACKGROUND && (objspace->hook_events & RUBY_INTERNAL_EVENT_FREEOBJ);
+    size_t freed = 0;
+    *empty = 0;
     struct mosaic_free_slot *head = page->freelist;
 
-    for (size_t w = MOSAIC_BITMAP_WORDS; w-- > 0;) {
+    size_t w = MOSAIC_BITMAP_WORDS;
+    mosaic_bits_t next_dead = mode == SWEEP_LEFTOVERS ? 0 : prefetch_unmarked(page, heap, w - 1);
+    while (w-- > 0) {
         mosaic_bits_t keep = page->mark_bits[w];
-        mosaic_bits_t dead = heap->slot_bits[w] & ~keep;
+        mosaic_bits_t dead, leftover = 0;
+        if (mode == SWEEP_LEFTOVERS) {
+            dead = page->leftover_bits[w];
+            page->leftover_bits[w] = 0;
+        }
+        else {
+            dead = next_dead;
+            /* The next word's slots are fetched while this word's are freed. */
+            next_dead = w > 0 ? prefetch_unmarked(page, heap, w - 1) : 0;
+        }
         if (!dead) continue;
         while (dead) {
             int b = 63 - __builtin_clzll(dead);
-            dead &= ~((mosaic_bits_t)1 << b);
+            mosaic_bits_t bit = (mosaic_bits_t)1 << b;
+            dead &= ~bit;
             VALUE obj = mosaic_slot_at(page, w * 64 + (size_t)b);
             if (RBASIC(obj)->flags == 0) {
-                empty++;      /* already on the freelist: leave the slot untouched */
+                (*empty)++;   /* already on the freelist: leave the slot untouched */
                 continue;
             }
             if (RB_BUILTIN_TYPE(obj) == T_ZOMBIE) continue;
+            if (mode == SWEEP_BACKGROUND && !background_safe_p(obj)) {
+                leftover |= bit;
+                continue;
+            }
             if (!free_one(objspace, obj, hook)) continue;  /* became a zombie */
             freed++;
             struct mosaic_free_slot *slot = (struct mosaic_free_slot *)obj;
             slot->next = head;
             head = slot;
         }
-        page->age0_bits[w] &= keep;
-        page->age1_bits[w] &= keep;
-        page->old_bits[w] &= keep;
+        if (mode == SWEEP_LEFTOVERS) continue;  /* the background sweep cleared the bits */
+        if (mode == SWEEP_BACKGROUND) page->leftover_bits[w] = leftover;
+        bits_store_keep(&page->age0_bits[w], keep);
+        bits_store_keep(&page->age1_bits[w], keep);
+        bits_store_keep(&page->old_bits[w], keep);
         bits_keep(&page->wb_unprotected_bits[w], keep);
         bits_keep(&page->remembered_bits[w], keep);
     }
 
     page->freelist = head;
-    page->before_sweep = false;
+    return freed;
+}
+
+/* The background sweeper's sweep of `page` (bg_sweep.c, its thread, while the mutator runs):
+ * the page's result waits in the page (free_slots, bg_freed, bg_leftovers) for the mutator's
+ * lazy sweep to take it (heap_sweep_step). */
+void
+mosaic_sweep_page_background(mosaic_objspace_t *objspace, struct mosaic_page *page)
+{
+    size_t empty, malloc_freed = 0;
+    mosaic_malloc_tally_begin(&malloc_freed);
+    size_t freed = page_sweep(objspace, page, SWEEP_BACKGROUND, &empty);
+    mosaic_malloc_tally_end();
+    bool leftovers = false;
+    for (size_t w = 0; w < MOSAIC_BITMAP_WORDS && !leftovers; w++) leftovers = page->leftover_bits[w] != 0;
+    page->bg_leftovers = leftovers;
+    page->bg_freed = (uint32_t)freed;
     page->free_slots = (uint32_t)(freed + empty);
+    __atomic_add_fetch(&objspace->malloc_freed_by_sweep, malloc_freed, __ATOMIC_RELAXED);
+}
+
+/* The mutator sweeps `page` (or takes the background sweeper's result and frees what it
+ * left), and sets its free_slots. Returns them. */
+static size_t
+page_sweep_here(mosaic_objspace_t *objspace, struct mosaic_page *page)
+{
+    size_t empty, freed, malloc_freed = 0;
+    mosaic_malloc_tally_begin(&malloc_freed);
+    if (mosaic_bg_sweep_claim(objspace, page)) {
+        freed = page_sweep(objspace, page, SWEEP_ALL, &empty);
+        page->free_slots = (uint32_t)(freed + empty);
+    }
+    else {
+        page->heap->total_freed_objects += page->bg_freed;
+        objspace->stats.background_freed_objects += page->bg_freed;
+        freed = page->bg_leftovers ? page_sweep(objspace, page, SWEEP_LEFTOVERS, &empty) : 0;
+        page->free_slots += (uint32_t)freed;
+    }
+    mosaic_malloc_tally_end();
+    __atomic_add_fetch(&objspace->malloc_freed_by_sweep, malloc_freed, __ATOMIC_RELAXED);
+    page->before_sweep = false;
     page->heap->total_freed_objects += freed;
-    return freed + empty;
+    return page->free_slots;
 }
 
 /* Bucket of a page with free slots: 0 for the fullest (under 1/4 free) to 3 (3/4 or more). */
@@ -163,11 +278,7 @@ heap_sweep_step(mosaic_objspace_t *objspace, struct mosaic_heap *heap)
         return 0;
     }
 
-    /* Malloc'd memory the sweep frees (dead objects' buffers), for the pacer's live figure. */
-    size_t malloc_before = __atomic_load_n(&objspace->malloc_bytes, __ATOMIC_RELAXED);
-    size_t free_slots = page_sweep(objspace, page);
-    size_t malloc_after = __atomic_load_n(&objspace->malloc_bytes, __ATOMIC_RELAXED);
-    if (malloc_before > malloc_after) objspace->malloc_freed_by_sweep += malloc_before - malloc_after;
+    size_t free_slots = page_sweep_here(objspace, page);
     if (free_slots == page->total_slots && page->final_slots == 0 && objspace->heap_walk_depth == 0) {
         mosaic_heap_retire_empty_page(objspace, heap, heap->sweep_index);
         /* The last page moved into sweep_index: do not advance. */
@@ -247,6 +358,8 @@ void
 mosaic_sweep_prepare(mosaic_objspace_t *objspace)
 {
     objspace->reserving = mosaic_incremental_wanted(objspace);
+    mosaic_bg_sweep_stop(objspace);   /* idle already (the previous sweep finished); the list is rebuilt */
+    mosaic_bg_sweep_reset(objspace);
     for (int i = 0; i < MOSAIC_HEAP_COUNT; i++) {
         struct mosaic_heap *heap = &objspace->heaps[i];
         for (int b = 0; b < MOSAIC_FREE_BUCKETS; b++) heap->free_pages[b] = NULL;
@@ -259,6 +372,7 @@ mosaic_sweep_prepare(mosaic_objspace_t *objspace)
             struct mosaic_page *page = heap->pages[j];
             page->before_sweep = true;
             page->free_next = NULL;
+            mosaic_bg_sweep_add(objspace, page);
         }
     }
     objspace->lazy_sweeping = true;
@@ -269,6 +383,8 @@ void
 mosaic_sweep_rest(mosaic_objspace_t *objspace)
 {
     if (!objspace->lazy_sweeping) return;
+    /* The background sweeper stops (the pages it did not take are swept here). */
+    mosaic_bg_sweep_stop(objspace);
     for (int i = 0; i < MOSAIC_HEAP_COUNT; i++) {
         struct mosaic_heap *heap = &objspace->heaps[i];
         while (heap->sweep_index < heap->page_count) {

@@ -236,6 +236,14 @@ verify_page(struct verify_ctx *ctx, struct mosaic_page *page, size_t *live, size
         }
     }
 
+    /* A swept page has nothing left over from the background sweeper (bg_sweep.c). */
+    for (size_t w = 0; w < MOSAIC_BITMAP_WORDS; w++) {
+        if (page->leftover_bits[w]) {
+            report(ctx, "page %p: swept, but the background sweeper's leftovers are still marked (word %zu: 0x%llx)",
+                   (void *)page->body, w, (unsigned long long)page->leftover_bits[w]);
+        }
+    }
+
     size_t on_freelist = 0, free_slots = 0, page_zombies = 0;
     for (struct mosaic_free_slot *s = page->freelist; s; s = s->next) {
         if ((uintptr_t)s < page->start || (uintptr_t)s >= page->start + page->total_slots * page->slot_size ||

@@ -1,0 +1,269 @@
+/*
+ * bg_sweep.c: the background sweeper.
+ *
+ * Owns: one thread that sweeps pages while the mutator runs, from the end of a collection
+ * until every page of the cycle is swept or the mutator needs the heap to itself; the list of
+ * pages it may take; who owns which page.
+ *
+ * What it does (docs/DESIGN.md section 11): after a collection that leaves a lazy sweep, the
+ * thread walks the cycle's pages in the lazy sweep's order and sweeps each one it takes in
+ * background mode (sweep.c): it frees only the objects whose freeing touches nothing but the
+ * object and its malloc'd buffers (bg_safe_p in sweep.c), and leaves the others, marked in the
+ * page's leftover bits, for the mutator. The mutator's lazy sweep then finds most pages done,
+ * and only queues them (and frees their leftovers).
+ *
+ * Invariants:
+ *  - Each page of the cycle is swept by exactly one thread. Its slot in `pages` is taken by an
+ *    atomic exchange with NULL, by the thread (to sweep it) or by the mutator (to sweep it
+ *    itself); whoever gets the pointer owns the page. A mutator that gets NULL waits for the
+ *    page's bg_done flag (set with release by the thread once the page is consistent) and then
+ *    only reads what the thread wrote.
+ *  - Pages with zombies at the start of the cycle are never listed (finalize.c pushes slots
+ *    onto their freelists from the mutator); no page the thread may take gains one (zombies
+ *    are made only by sweeping, and the thread frees no object that becomes one).
+ *  - The thread never touches heap->pages, the free-page queues, the pool or any count the
+ *    mutator keeps: the page's own freelist, free_slots, bg_freed and bitmaps only (bitmap
+ *    words the write barrier may set are changed atomically, sweep.c).
+ *  - It runs only between collections: mosaic_bg_sweep_stop waits for it to be idle, and
+ *    whatever needs every page swept, or the heap unchanging, calls that first (the rest of a
+ *    sweep, heap walks, event hooks, exit). A fork stops it (pthread_atfork, so a fork from C
+ *    too): the child has no such thread, and starts a new one at its first collection.
+ *  - The page list is rebuilt only while the thread is idle (mosaic_sweep_prepare, inside a
+ *    collection).
+ */
+#define _GNU_SOURCE 1 /* pthread_setname_np */
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdlib.h>
+
+#include "mosaic.h"
+
+struct mosaic_bg_sweep {
+    pthread_mutex_t lock;
+    pthread_cond_t cond;             /* the thread waits for a cycle; the mutator for it to stop */
+    pthread_t thread;
+    bool started;                    /* the thread exists (in this process) */
+    bool quit;
+    bool running;                    /* the thread works on the current cycle */
+    int stop;                        /* asked to stop: read by the thread without the lock */
+    unsigned long cycle;             /* incremented by every start */
+    mosaic_objspace_t *objspace;
+    struct mosaic_page **pages;      /* the cycle's pages; a slot is NULL once taken */
+    size_t count, capa;
+    uint64_t cpu_ns;                 /* the thread's CPU time in cycles not yet reported */
+    size_t swept_pages;              /* pages it swept, not yet reported */
+};
+
+/* The one background sweeper of the process (fork handlers reach it through this). */
+static struct mosaic_bg_sweep *the_sweeper;
+
+static void *
+sweeper_main(void *arg)
+{
+    struct mosaic_bg_sweep *bg = arg;
+    unsigned long seen = 0;
+    pthread_setname_np(pthread_self(), "mosaic-sweep");
+    /* Created with every signal blocked; a fault while freeing must still reach Ruby's
+     * handler (a [BUG] report), not kill the process silently. */
+    sigset_t faults;
+    sigemptyset(&faults);
+    sigaddset(&faults, SIGSEGV);
+    sigaddset(&faults, SIGBUS);
+    sigaddset(&faults, SIGILL);
+    sigaddset(&faults, SIGFPE);
+    sigaddset(&faults, SIGABRT);
+    pthread_sigmask(SIG_UNBLOCK, &faults, NULL);
+
+    pthread_mutex_lock(&bg->lock);
+    for (;;) {
+        while (!bg->quit && bg->cycle == seen) pthread_cond_wait(&bg->cond, &bg->lock);
+        if (bg->quit) break;
+        seen = bg->cycle;
+        pthread_mutex_unlock(&bg->lock);
+
+        uint64_t cpu_start = mosaic_thread_cpu_ns();
+        size_t swept = 0;
+        for (size_t i = 0; i < bg->count; i++) {
+            if (__atomic_load_n(&bg->stop, __ATOMIC_RELAXED)) break;
+            struct mosaic_page *page = __atomic_exchange_n(&bg->pages[i], NULL, __ATOMIC_ACQ_REL);
+            if (!page) continue;
+            mosaic_sweep_page_background(bg->objspace, page);
+            __atomic_store_n(&page->bg_done, true, __ATOMIC_RELEASE);
+            swept++;
+        }
+        uint64_t cpu = mosaic_thread_cpu_ns() - cpu_start;
+
+        pthread_mutex_lock(&bg->lock);
+        bg->cpu_ns += cpu;
+        bg->swept_pages += swept;
+        bg->running = false;
+        pthread_cond_broadcast(&bg->cond);
+    }
+    pthread_mutex_unlock(&bg->lock);
+    return NULL;
+}
+
+static void
+fork_prepare(void)
+{
+    if (the_sweeper) mosaic_bg_sweep_stop(the_sweeper->objspace);
+}
+
+/* The child has no sweeper thread: its record starts over (the parent's thread is idle, so
+ * the lock is free, but it is initialized again rather than trusted). */
+static void
+fork_child(void)
+{
+    struct mosaic_bg_sweep *bg = the_sweeper;
+    if (!bg) return;
+    pthread_mutex_init(&bg->lock, NULL);
+    pthread_cond_init(&bg->cond, NULL);
+    bg->started = false;
+    bg->running = false;
+    bg->quit = false;
+}
+
+/* Called once, at boot. */
+void
+mosaic_bg_sweep_init(mosaic_objspace_t *objspace)
+{
+    if (!objspace->params.background_sweep || the_sweeper) return;
+    struct mosaic_bg_sweep *bg = calloc(1, sizeof(*bg));
+    if (!bg) {
+        objspace->params.background_sweep = false;
+        return;
+    }
+    pthread_mutex_init(&bg->lock, NULL);
+    pthread_cond_init(&bg->cond, NULL);
+    bg->objspace = objspace;
+    objspace->bg_sweep = bg;
+    the_sweeper = bg;
+    pthread_atfork(fork_prepare, NULL, fork_child);
+}
+
+/* The cycle's page list starts empty (mosaic_sweep_prepare, inside the GC, thread idle). */
+void
+mosaic_bg_sweep_reset(mosaic_objspace_t *objspace)
+{
+    struct mosaic_bg_sweep *bg = objspace->bg_sweep;
+    if (bg) bg->count = 0;
+}
+
+/* Lists `page` for the thread (mosaic_sweep_prepare). False if it cannot be listed (no
+ * memory for the list): the mutator sweeps it. */
+bool
+mosaic_bg_sweep_add(mosaic_objspace_t *objspace, struct mosaic_page *page)
+{
+    struct mosaic_bg_sweep *bg = objspace->bg_sweep;
+    page->bg_slot = MOSAIC_BG_UNLISTED;
+    page->bg_done = false;
+    if (!bg || page->final_slots > 0) return false;
+    if (bg->count == bg->capa) {
+        size_t capa = bg->capa ? bg->capa * 2 : 1024;
+        struct mosaic_page **pages = realloc(bg->pages, capa * sizeof(*pages));
+        if (!pages) return false;
+        bg->pages = pages;
+        bg->capa = capa;
+    }
+    page->bg_slot = bg->count;
+    bg->pages[bg->count++] = page;
+    return true;
+}
+
+/* The thread starts on the cycle's pages (end of a collection that left a lazy sweep). */
+void
+mosaic_bg_sweep_start(mosaic_objspace_t *objspace)
+{
+    struct mosaic_bg_sweep *bg = objspace->bg_sweep;
+    if (!bg || bg->count == 0) return;
+    /* An event hook on freed objects wants every free reported on a Ruby thread. */
+    if (objspace->hook_events & RUBY_INTERNAL_EVENT_FREEOBJ) return;
+    pthread_mutex_lock(&bg->lock);
+    if (!bg->started) {
+        sigset_t all, saved;
+        sigfillset(&all);
+        pthread_sigmask(SIG_SETMASK, &all, &saved);
+        bg->started = pthread_create(&bg->thread, NULL, sweeper_main, bg) == 0;
+        pthread_sigmask(SIG_SETMASK, &saved, NULL);
+        if (!bg->started) {
+            pthread_mutex_unlock(&bg->lock);
+            return;
+        }
+    }
+    bg->stop = 0;
+    bg->running = true;
+    bg->cycle++;
+    objspace->stats.background_sweeps++;
+    pthread_cond_broadcast(&bg->cond);
+    pthread_mutex_unlock(&bg->lock);
+}
+
+/* Waits until the thread is idle (the pages it did not take stay listed: the mutator takes
+ * them), and reports its CPU time and pages. Any thread, any time. */
+void
+mosaic_bg_sweep_stop(mosaic_objspace_t *objspace)
+{
+    struct mosaic_bg_sweep *bg = objspace->bg_sweep;
+    if (!bg) return;
+    pthread_mutex_lock(&bg->lock);
+    if (bg->running) {
+        __atomic_store_n(&bg->stop, 1, __ATOMIC_RELAXED);
+        while (bg->running) pthread_cond_wait(&bg->cond, &bg->lock);
+    }
+    objspace->stats.gc_cpu_ns += bg->cpu_ns;
+    objspace->stats.background_sweep_cpu_ns += bg->cpu_ns;
+    objspace->stats.background_swept_pages += bg->swept_pages;
+    bg->cpu_ns = 0;
+    bg->swept_pages = 0;
+    pthread_mutex_unlock(&bg->lock);
+}
+
+/* Waits until the thread has been through every listed page (the checking build, before it
+ * verifies the heap: the check then covers what the thread swept, not only the mutator). */
+void
+mosaic_bg_sweep_wait(mosaic_objspace_t *objspace)
+{
+    struct mosaic_bg_sweep *bg = objspace->bg_sweep;
+    if (!bg) return;
+    pthread_mutex_lock(&bg->lock);
+    while (bg->running) pthread_cond_wait(&bg->cond, &bg->lock);
+    pthread_mutex_unlock(&bg->lock);
+}
+
+/* The mutator is about to sweep `page` (before_sweep). True: it owns the page and sweeps it.
+ * False: the thread swept it (waited for, if it was still at it); the page's freelist,
+ * free_slots, bg_freed and leftover bits are the thread's result. */
+bool
+mosaic_bg_sweep_claim(mosaic_objspace_t *objspace, struct mosaic_page *page)
+{
+    struct mosaic_bg_sweep *bg = objspace->bg_sweep;
+    if (page->bg_slot == MOSAIC_BG_UNLISTED) return true;
+    if (__atomic_exchange_n(&bg->pages[page->bg_slot], NULL, __ATOMIC_ACQ_REL)) return true;
+    /* The thread has it: one page's work, so wait without sleeping. */
+    unsigned int spins = 0;
+    while (!__atomic_load_n(&page->bg_done, __ATOMIC_ACQUIRE)) {
+        if (++spins % 64 == 0) sched_yield();
+    }
+    return false;
+}
+
+/* Ends the thread (exit, objspace free). */
+void
+mosaic_bg_sweep_free(mosaic_objspace_t *objspace)
+{
+    struct mosaic_bg_sweep *bg = objspace->bg_sweep;
+    if (!bg) return;
+    mosaic_bg_sweep_stop(objspace);
+    pthread_mutex_lock(&bg->lock);
+    bool started = bg->started;
+    bg->quit = true;
+    pthread_cond_broadcast(&bg->cond);
+    pthread_mutex_unlock(&bg->lock);
+    if (started) pthread_join(bg->thread, NULL);
+    /* The fork handlers stay registered (they cannot be removed): they find no sweeper. */
+    the_sweeper = NULL;
+    objspace->bg_sweep = NULL;
+    free(bg->pages);
+    free(bg);
+}

@@ -1,0 +1,213 @@
+require_relative "helper"
+
+# The background sweeper (src/bg_sweep.c, DESIGN section 11): after a collection that leaves
+# a lazy sweep, a thread frees the dead objects whose freeing touches only the object and its
+# buffers, while the mutator runs; the mutator frees the rest. These scripts check that every
+# dead object is freed exactly once and by the right thread (the VM's tables that name dead
+# objects are cleaned), that the mutator never sees a half-swept page, and that the thread is
+# out of the way of fork, heap walks and event hooks.
+class TestMosaicBackgroundSweep < Test::Unit::TestCase
+  include MosaicTestHelper
+
+  BG = { "MOSAIC_GC_THREADS" => "2", "MOSAIC_BACKGROUND_SWEEP" => "1" }
+
+  # Garbage of every kind the thread frees (strings, arrays, hashes, objects, floats, bignums,
+  # structs, match data), with heap buffers, among live data that must survive intact.
+  PRELUDE = <<~'RUBY'
+    S = Struct.new(:a, :b, :c, :d, :e)
+    def garbage(n, tag)
+      n.times do |i|
+        case i % 8
+        when 0 then "#{tag}-string-#{i}" * 8
+        when 1 then Array.new(30) { |j| j }
+        when 2 then { a: i, b: i.to_s, c: [i] }.merge((0..20).to_h { |k| [k, k] })
+        when 3 then o = Object.new; 12.times { |k| o.instance_variable_set(:"@v#{k}", k) }; o
+        when 4 then (i.to_f * 1.5) + 0.25
+        when 5 then 2**200 + i
+        when 6 then S.new(i, i, i, i, i)
+        when 7 then /(\d+)-(\w+)/.match("#{i}-abc")
+        end
+      end
+    end
+  RUBY
+
+  def test_background_sweeper_frees_while_the_mutator_runs
+    omit "Mosaic's background sweeper" unless mosaic?
+    assert_gc_script(PRELUDE + <<~'RUBY', env: BG, timeout: 300)
+      live = Array.new(20_000) { |i| ["live-#{i}" * 4, i, { i => i.to_s }] }
+      30.times do |round|
+        garbage(60_000, round)
+        # A lazy sweep: the thread takes pages while this loop allocates on.
+        GC.start(immediate_sweep: false) if round % 3 == 0
+        live[round * 17] = ["live-#{round * 17}" * 4, round * 17, { round * 17 => (round * 17).to_s }]
+      end
+      GC.start
+      assert_operator GC.stat(:mosaic_background_sweeps), :>, 0
+      assert_operator GC.stat(:mosaic_background_swept_pages), :>, 0
+      assert_operator GC.stat(:mosaic_background_freed_objects), :>, 100_000, "the thread freed next to nothing"
+      live.each_with_index do |(s, i, h), n|
+        assert_equal n, i
+        assert_equal "live-#{n}" * 4, s
+        assert_equal({ n => n.to_s }, h)
+      end
+      # Every free counted once: the slots in use are what was allocated less what was freed.
+      s = GC.stat
+      assert_equal s[:total_allocated_objects] - s[:total_freed_objects], s[:heap_live_slots] + s[:heap_final_slots]
+      GC.verify_internal_consistency
+    RUBY
+  end
+
+  # Dead objects the thread must leave to the mutator, on the same pages as those it frees:
+  # interned strings (fstring table), strings with instance variables (generic ivar table),
+  # with object ids (id tables), with finalizers, dynamic symbols, T_DATA. If the thread freed
+  # one, the table would name a freed slot: the new strings, ids and symbols below would come
+  # back wrong, or the heap check would report it.
+  def test_objects_left_for_the_mutator_are_freed_by_it
+    omit "Mosaic's background sweeper" unless mosaic?
+    assert_gc_script(PRELUDE + <<~'RUBY', env: BG, timeout: 300)
+      $finalized = 0
+      fin = proc { $finalized += 1 }
+      ids = []
+      20.times do |round|
+        2_000.times do |i|
+          _ = -"interned-#{round}-#{i}"                              # fstring, then dead
+          s = "ivar-#{i}"; s.instance_variable_set(:@x, i)            # generic ivar
+          ids << "id-#{round}-#{i}".object_id if i % 10 == 0          # object id
+          ObjectSpace.define_finalizer("fin-#{i}", fin) if i % 50 == 0
+          :"sym-#{round}-#{i}"                                       # dynamic symbol
+          Object.new.method(:to_s) if i % 4 == 0                      # T_DATA
+          garbage(4, i)
+        end
+        GC.start(immediate_sweep: false)
+        # While the thread sweeps, the mutator adds to the tables the dead objects are in:
+        # had the thread freed those, their entries would be deleted concurrently (a crash).
+        keep = []
+        10_000.times do |i|
+          f = -"new-#{round}-#{i}"
+          t = "t-#{i}"; t.instance_variable_set(:@y, i)
+          keep << [f, t, "k#{i}".object_id] if i % 100 == 0
+        end
+        keep.each { |f, t, _| assert_predicate f, :frozen?; assert_kind_of Integer, t.instance_variable_get(:@y) }
+        garbage(20_000, round)
+      end
+      GC.start
+      GC.start
+      ids.each do |id|
+        assert_raise(RangeError) { ObjectSpace._id2ref(id) }
+      end
+      20.times do |round|
+        [0, 999, 1999].each do |i|
+          f = -"interned-#{round}-#{i}"
+          assert_equal "interned-#{round}-#{i}", f
+          assert_predicate f, :frozen?
+          assert_same f, -"interned-#{round}-#{i}"
+          assert_equal "sym-#{round}-#{i}", :"sym-#{round}-#{i}".to_s
+        end
+      end
+      fresh = Array.new(10_000) { |i| "ivar-#{i}" }
+      assert_equal 0, fresh.count { |s| !s.instance_variables.empty? }
+      assert_operator $finalized, :>, 0
+      assert_operator GC.stat(:mosaic_background_freed_objects), :>, 0
+      GC.verify_internal_consistency
+    RUBY
+  end
+
+  # The race the thread must stay out of: dead interned strings, strings with generic ivars
+  # and with object ids die by the tens of thousands, and while the thread sweeps their pages
+  # the mutator interns strings, sets generic ivars and takes ids (the same tables). If the
+  # thread freed those objects it would delete their entries concurrently: a version that did
+  # crashed this script 3 of 3 runs.
+  def test_vm_tables_used_while_the_thread_sweeps
+    omit "Mosaic's background sweeper" unless mosaic?
+    assert_gc_script(<<~'RUBY', env: BG, timeout: 300)
+      keep = []
+      30.times do |round|
+        40_000.times do |i|
+          _ = -"in-#{round}-#{i}"
+          s = "iv-#{i}"; s.instance_variable_set(:@x, i)
+          "id-#{i}".object_id if i % 3 == 0
+        end
+        GC.start(immediate_sweep: false)
+        20_000.times do |i|
+          f = -"new-#{round}-#{i}"
+          t = "t-#{i}"; t.instance_variable_set(:@y, i)
+          keep << [f, t, "k#{i}".object_id] if i % 100 == 0
+        end
+      end
+      keep.each do |f, t, id|
+        assert_predicate f, :frozen?
+        assert_match(/\Anew-\d+-\d+\z/, f)
+        assert_kind_of Integer, t.instance_variable_get(:@y)
+      end
+      assert_operator GC.stat(:mosaic_background_freed_objects), :>, 0
+      GC.verify_internal_consistency
+    RUBY
+  end
+
+  # A fork while the thread sweeps: it stops first (pthread_atfork), the child has no such
+  # thread, and both processes go on sweeping and collecting.
+  def test_fork_while_the_background_sweeper_runs
+    omit "Mosaic's background sweeper" unless mosaic?
+    omit "no fork" unless Process.respond_to?(:fork)
+    assert_gc_script(PRELUDE + <<~'RUBY', env: BG, timeout: 300)
+      def thread_names = Dir.glob("/proc/self/task/*/comm").map { |f| File.read(f).strip rescue "" }
+      live = Array.new(5_000) { |i| "keep-#{i}" }
+      6.times do |round|
+        garbage(100_000, round)
+        GC.start(immediate_sweep: false)
+        assert_include thread_names, "mosaic-sweep" if File.directory?("/proc/self/task")
+        pid = fork do
+          exit!(3) if thread_names.include?("mosaic-sweep")
+          garbage(50_000, round)
+          GC.start
+          ok = live.each_with_index.all? { |s, i| s == "keep-#{i}" }
+          GC.verify_internal_consistency
+          exit!(ok ? 0 : 2)
+        end
+        garbage(50_000, round)
+        _, st = Process.wait2(pid)
+        assert_equal 0, st.exitstatus, "child of round #{round}"
+      end
+      live.each_with_index { |s, i| assert_equal "keep-#{i}", s }
+      GC.verify_internal_consistency
+    RUBY
+  end
+
+  # Heap walks and a FREEOBJ hook turned on in the middle of a sweep stop the thread: a walk
+  # never yields an object the thread freed, and every free after the hook is reported.
+  def test_heap_walks_and_hooks_during_a_background_sweep
+    omit "Mosaic's background sweeper" unless mosaic?
+    assert_gc_script(PRELUDE + <<~'RUBY', env: BG, timeout: 300)
+      require "objspace"
+      live = Array.new(3_000) { |i| "walk-live-#{i}" }
+      10.times do |round|
+        Array.new(30_000) { |i| "walk-dead-#{i}" }
+        garbage(20_000, round)
+        GC.start(immediate_sweep: false)
+        seen = 0
+        ObjectSpace.each_object(String) { |s| seen += 1 if s.start_with?("walk-") }
+        assert_operator seen, :>=, live.size
+        assert_operator seen, :<, live.size + 40_000
+        if round == 5
+          ObjectSpace.trace_object_allocations_start
+          garbage(20_000, round)
+          ObjectSpace.trace_object_allocations_stop
+        end
+      end
+      counts = ObjectSpace.count_objects
+      assert_operator counts[:T_STRING], :>=, live.size
+      live.each_with_index { |s, i| assert_equal "walk-live-#{i}", s }
+      GC.verify_internal_consistency
+    RUBY
+  end
+
+  def test_background_sweep_can_be_turned_off
+    omit "Mosaic's background sweeper" unless mosaic?
+    assert_gc_script(PRELUDE + <<~'RUBY', env: BG.merge("MOSAIC_BACKGROUND_SWEEP" => "0"))
+      5.times { |r| garbage(50_000, r); GC.start(immediate_sweep: false) }
+      garbage(50_000, 9)
+      assert_equal 0, GC.stat(:mosaic_background_sweeps)
+      assert_equal 0, GC.stat(:mosaic_background_freed_objects)
+    RUBY
+  end
+end
