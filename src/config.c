@@ -42,6 +42,11 @@
  * |                                       |         | occupied pages are at most this full      |
  * | MOSAIC_COMPACT_PAUSE_FRACTION         | 0.25    | fragmentation: objects moved per GC at    |
  * |                                       |         | most this fraction of the mark time       |
+ * | MOSAIC_GC_THREADS                     | cores   | threads that mark (at most 8 by default)  |
+ * | MOSAIC_PARALLEL_MARK_MIN              | 100000  | slots traced below which marking is serial|
+ * | MOSAIC_INCREMENTAL                    | 1       | 0: pacer-started majors mark at once      |
+ * | MOSAIC_BACKGROUND_SWEEP               | 1 if 2+ | 0: no background sweeper (bg_sweep.c)     |
+ * |                                       | threads |                                           |
  * | MOSAIC_TRACE                          | 0       | 1: one line per GC on stderr (memory.c)   |
  * | MOSAIC_MEMORY_REPORT                  | 0       | 1: memory breakdown at exit and at peak   |
  *
