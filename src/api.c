@@ -399,6 +399,10 @@ rb_gc_impl_after_fork(void *objspace_ptr, rb_pid_t pid)
         /* Then what the child inherited becomes old (generation.c). */
         mosaic_generation_after_fork(objspace_ptr);
     }
+    else {
+        /* The parent's background sweeper stopped for the fork: it goes on (bg_sweep.c). */
+        mosaic_bg_sweep_resume(objspace_ptr);
+    }
 }
 
 /* =========================================================== statistics */
@@ -508,10 +512,11 @@ rb_gc_impl_garbage_object_p(void *objspace_ptr, VALUE obj)
 void
 rb_gc_impl_set_event_hook(void *objspace_ptr, const rb_event_flag_t event)
 {
-    /* Frees from now on are reported: the background sweeper, which does not report them,
-     * stops (the mutator sweeps the rest of the cycle). */
-    mosaic_bg_sweep_stop(objspace_ptr);
+    /* While frees are reported, the background sweeper (which does not report them) stays
+     * stopped: the mutator sweeps. */
+    mosaic_bg_sweep_hooks_changed(objspace_ptr, event);
     ((mosaic_objspace_t *)objspace_ptr)->hook_events = event & RUBY_INTERNAL_EVENT_OBJSPACE_MASK;
+    mosaic_bg_sweep_resume(objspace_ptr);
 }
 
 void

@@ -46,13 +46,15 @@ struct mosaic_bg_sweep {
     bool started;                    /* the thread exists (in this process) */
     bool quit;
     bool running;                    /* the thread works on the current cycle */
+    bool forking;                    /* between the fork handlers: no start */
+    bool hooked;                     /* a FREEOBJ event hook is set: no start (frees must be reported) */
     int stop;                        /* asked to stop: read by the thread without the lock */
     unsigned long cycle;             /* incremented by every start */
     mosaic_objspace_t *objspace;
     struct mosaic_page **pages;      /* the cycle's pages; a slot is NULL once taken */
     size_t count, capa;
-    uint64_t cpu_ns;                 /* the thread's CPU time in cycles not yet reported */
-    size_t swept_pages;              /* pages it swept, not yet reported */
+    uint64_t cpu_ns;                 /* the thread's CPU time, all cycles */
+    size_t swept_pages;              /* pages it swept, all cycles */
 };
 
 /* The one background sweeper of the process (fork handlers reach it through this). */
@@ -104,10 +106,28 @@ sweeper_main(void *arg)
     return NULL;
 }
 
+/* Before any fork (Ruby's, or C's fork()): the thread stops, and no collection starts it
+ * until the fork is done (a thread without the GVL may fork while a Ruby thread collects). */
 static void
 fork_prepare(void)
 {
-    if (the_sweeper) mosaic_bg_sweep_stop(the_sweeper->objspace);
+    struct mosaic_bg_sweep *bg = the_sweeper;
+    if (!bg) return;
+    mosaic_bg_sweep_stop(bg->objspace);
+    pthread_mutex_lock(&bg->lock);
+    bg->forking = true;
+    pthread_mutex_unlock(&bg->lock);
+}
+
+/* The parent goes on; its thread is idle (rb_gc_impl_after_fork restarts it). */
+static void
+fork_parent(void)
+{
+    struct mosaic_bg_sweep *bg = the_sweeper;
+    if (!bg) return;
+    pthread_mutex_lock(&bg->lock);
+    bg->forking = false;
+    pthread_mutex_unlock(&bg->lock);
 }
 
 /* The child has no sweeper thread: its record starts over (the parent's thread is idle, so
@@ -122,6 +142,7 @@ fork_child(void)
     bg->started = false;
     bg->running = false;
     bg->quit = false;
+    bg->forking = false;
 }
 
 /* Called once, at boot. */
@@ -139,36 +160,55 @@ mosaic_bg_sweep_init(mosaic_objspace_t *objspace)
     bg->objspace = objspace;
     objspace->bg_sweep = bg;
     the_sweeper = bg;
-    pthread_atfork(fork_prepare, NULL, fork_child);
+    pthread_atfork(fork_prepare, fork_parent, fork_child);
 }
 
-/* The cycle's page list starts empty (mosaic_sweep_prepare, inside the GC, thread idle). */
-void
-mosaic_bg_sweep_reset(mosaic_objspace_t *objspace)
+/* Lists `page` for the thread, unless it has zombies (or the list cannot grow: then the
+ * mutator sweeps it). */
+static void
+list_page(struct mosaic_bg_sweep *bg, struct mosaic_page *page)
 {
-    struct mosaic_bg_sweep *bg = objspace->bg_sweep;
-    if (bg) bg->count = 0;
-}
-
-/* Lists `page` for the thread (mosaic_sweep_prepare). False if it cannot be listed (no
- * memory for the list): the mutator sweeps it. */
-bool
-mosaic_bg_sweep_add(mosaic_objspace_t *objspace, struct mosaic_page *page)
-{
-    struct mosaic_bg_sweep *bg = objspace->bg_sweep;
     page->bg_slot = MOSAIC_BG_UNLISTED;
     page->bg_done = false;
-    if (!bg || page->final_slots > 0) return false;
+    if (page->final_slots > 0) return;
     if (bg->count == bg->capa) {
         size_t capa = bg->capa ? bg->capa * 2 : 1024;
         struct mosaic_page **pages = realloc(bg->pages, capa * sizeof(*pages));
-        if (!pages) return false;
+        if (!pages) return;
         bg->pages = pages;
         bg->capa = capa;
     }
-    page->bg_slot = bg->count;
+    page->bg_slot = (uint32_t)bg->count;
     bg->pages[bg->count++] = page;
-    return true;
+}
+
+/* The cycle's page list (mosaic_sweep_prepare, inside the GC, thread idle). Each class's pages
+ * in its lazy sweep's order, the classes interleaved by how far into each the page is: the
+ * thread stays ahead of the mutator in every class at once, not in the first class only. */
+void
+mosaic_bg_sweep_list(mosaic_objspace_t *objspace)
+{
+    struct mosaic_bg_sweep *bg = objspace->bg_sweep;
+    size_t next[MOSAIC_HEAP_MAX] = { 0 };
+    if (!bg) {
+        for (int i = 0; i < MOSAIC_HEAP_COUNT; i++) {
+            struct mosaic_heap *heap = &objspace->heaps[i];
+            for (size_t j = 0; j < heap->page_count; j++) heap->pages[j]->bg_slot = MOSAIC_BG_UNLISTED;
+        }
+        return;
+    }
+    bg->count = 0;
+    for (;;) {
+        /* The class whose next page is the least far into it (next / page_count smallest). */
+        int best = -1;
+        for (int i = 0; i < MOSAIC_HEAP_COUNT; i++) {
+            const struct mosaic_heap *heap = &objspace->heaps[i];
+            if (next[i] >= heap->page_count) continue;
+            if (best < 0 || next[i] * objspace->heaps[best].page_count < next[best] * heap->page_count) best = i;
+        }
+        if (best < 0) break;
+        list_page(bg, objspace->heaps[best].pages[next[best]++]);
+    }
 }
 
 /* The thread starts on the cycle's pages (end of a collection that left a lazy sweep). */
@@ -176,10 +216,13 @@ void
 mosaic_bg_sweep_start(mosaic_objspace_t *objspace)
 {
     struct mosaic_bg_sweep *bg = objspace->bg_sweep;
-    if (!bg || bg->count == 0) return;
-    /* An event hook on freed objects wants every free reported on a Ruby thread. */
-    if (objspace->hook_events & RUBY_INTERNAL_EVENT_FREEOBJ) return;
+    if (!bg || bg->count == 0 || !objspace->params.background_sweep) return;
     pthread_mutex_lock(&bg->lock);
+    /* An event hook on freed objects wants every free reported on a Ruby thread. */
+    if (bg->hooked || bg->forking || bg->running) {
+        pthread_mutex_unlock(&bg->lock);
+        return;
+    }
     if (!bg->started) {
         sigset_t all, saved;
         sigfillset(&all);
@@ -200,7 +243,7 @@ mosaic_bg_sweep_start(mosaic_objspace_t *objspace)
 }
 
 /* Waits until the thread is idle (the pages it did not take stay listed: the mutator takes
- * them), and reports its CPU time and pages. Any thread, any time. */
+ * them). Any thread, any time. */
 void
 mosaic_bg_sweep_stop(mosaic_objspace_t *objspace)
 {
@@ -211,11 +254,44 @@ mosaic_bg_sweep_stop(mosaic_objspace_t *objspace)
         __atomic_store_n(&bg->stop, 1, __ATOMIC_RELAXED);
         while (bg->running) pthread_cond_wait(&bg->cond, &bg->lock);
     }
-    objspace->stats.gc_cpu_ns += bg->cpu_ns;
-    objspace->stats.background_sweep_cpu_ns += bg->cpu_ns;
-    objspace->stats.background_swept_pages += bg->swept_pages;
-    bg->cpu_ns = 0;
-    bg->swept_pages = 0;
+    pthread_mutex_unlock(&bg->lock);
+}
+
+/* The thread goes on with the cycle's pages it has not taken (after a heap walk, a fork, an
+ * event hook change), if a lazy sweep is still pending. */
+void
+mosaic_bg_sweep_resume(mosaic_objspace_t *objspace)
+{
+    if (objspace->lazy_sweeping && objspace->heap_walk_depth == 0 && !objspace->during_gc) {
+        mosaic_bg_sweep_start(objspace);
+    }
+}
+
+/* The event hooks change (rb_gc_impl_set_event_hook, before hook_events is set): while one
+ * on freed objects is set, the thread stays stopped and the mutator sweeps (and reports). */
+void
+mosaic_bg_sweep_hooks_changed(mosaic_objspace_t *objspace, rb_event_flag_t events)
+{
+    struct mosaic_bg_sweep *bg = objspace->bg_sweep;
+    if (!bg) return;
+    bool hooked = (events & RUBY_INTERNAL_EVENT_FREEOBJ) != 0;
+    if (hooked) mosaic_bg_sweep_stop(objspace);
+    pthread_mutex_lock(&bg->lock);
+    bg->hooked = hooked;
+    pthread_mutex_unlock(&bg->lock);
+}
+
+/* The thread's totals for GC.stat: CPU time and pages swept, all cycles. */
+void
+mosaic_bg_sweep_totals(mosaic_objspace_t *objspace, uint64_t *cpu_ns, size_t *pages)
+{
+    struct mosaic_bg_sweep *bg = objspace->bg_sweep;
+    *cpu_ns = 0;
+    *pages = 0;
+    if (!bg) return;
+    pthread_mutex_lock(&bg->lock);
+    *cpu_ns = bg->cpu_ns;
+    *pages = bg->swept_pages;
     pthread_mutex_unlock(&bg->lock);
 }
 
@@ -238,7 +314,7 @@ bool
 mosaic_bg_sweep_claim(mosaic_objspace_t *objspace, struct mosaic_page *page)
 {
     struct mosaic_bg_sweep *bg = objspace->bg_sweep;
-    if (page->bg_slot == MOSAIC_BG_UNLISTED) return true;
+    if (!bg || page->bg_slot == MOSAIC_BG_UNLISTED) return true;
     if (__atomic_exchange_n(&bg->pages[page->bg_slot], NULL, __ATOMIC_ACQ_REL)) return true;
     /* The thread has it: one page's work, so wait without sleeping. */
     unsigned int spins = 0;

@@ -45,10 +45,30 @@ atomic_sub_to_zero(size_t *counter, size_t size)
     }
 }
 
+/* While this thread sweeps a page, the bytes given back meanwhile (sweep.c): the malloc'd
+ * memory dead objects held, for the pacer, whether freed (xfree), shrunk, or reported by a
+ * dfree (rb_gc_adjust_memory_usage). Per thread: the background sweeper and the mutator sweep
+ * at the same time, and other threads free without the GVL. */
+static __thread size_t *sweep_tally;
+
+void
+mosaic_malloc_tally_begin(size_t *tally)
+{
+    sweep_tally = tally;
+}
+
+void
+mosaic_malloc_tally_end(void)
+{
+    sweep_tally = NULL;
+}
+
 void
 mosaic_malloc_decrease(mosaic_objspace_t *objspace, size_t size)
 {
     if (!objspace || size == 0) return;
+    size_t *tally = sweep_tally;
+    if (tally) *tally += size;
     atomic_sub_to_zero(&objspace->malloc_increase, size);
     atomic_sub_to_zero(&objspace->oldmalloc_increase, size);
     atomic_sub_to_zero(&objspace->malloc_bytes, size);
@@ -144,23 +164,6 @@ rb_gc_impl_realloc(void *objspace_ptr, void *ptr, size_t new_size, size_t old_si
     return mem;
 }
 
-/* While this thread sweeps a page, the bytes its frees give back (sweep.c): the malloc'd
- * memory dead objects held, for the pacer. Per thread: the background sweeper and the
- * mutator sweep at the same time, and other threads free without the GVL. */
-static __thread size_t *sweep_tally;
-
-void
-mosaic_malloc_tally_begin(size_t *tally)
-{
-    sweep_tally = tally;
-}
-
-void
-mosaic_malloc_tally_end(void)
-{
-    sweep_tally = NULL;
-}
-
 void
 rb_gc_impl_free(void *objspace_ptr, void *ptr, size_t old_size)
 {
@@ -168,8 +171,6 @@ rb_gc_impl_free(void *objspace_ptr, void *ptr, size_t old_size)
     old_size = malloc_usable_size(ptr);
     free(ptr);
     mosaic_malloc_decrease(objspace_ptr, old_size);
-    size_t *tally = sweep_tally;
-    if (tally) *tally += old_size;
 }
 
 void

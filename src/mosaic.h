@@ -415,9 +415,7 @@ struct mosaic_stats {
     size_t incremental_forced_finishes; /* marks finished early: allocation outran them, or a GC was asked for */
     size_t incremental_parallel_steps; /* steps shared with the GC threads */
     size_t background_sweeps;        /* cycles the background sweeper was started on */
-    size_t background_swept_pages;   /* pages it swept */
-    size_t background_freed_objects; /* objects it freed */
-    uint64_t background_sweep_cpu_ns; /* its CPU time (also in gc_cpu_ns) */
+    size_t background_freed_objects; /* objects it freed (its CPU time and pages: bg_sweep.c) */
     size_t parallel_mark_offers;     /* chunks of mark work handed from one marker to another */
     size_t parallel_marked_by_threads; /* slots the GC threads (not the collecting one) marked */
     size_t compact_freed_pages;      /* compact.c: pages compactions emptied, ever */
@@ -781,10 +779,12 @@ void mosaic_sweep_page_background(mosaic_objspace_t *objspace, struct mosaic_pag
 
 /* bg_sweep.c: the background sweeper */
 void mosaic_bg_sweep_init(mosaic_objspace_t *objspace);
-void mosaic_bg_sweep_reset(mosaic_objspace_t *objspace);
-bool mosaic_bg_sweep_add(mosaic_objspace_t *objspace, struct mosaic_page *page);
+void mosaic_bg_sweep_list(mosaic_objspace_t *objspace);
 void mosaic_bg_sweep_start(mosaic_objspace_t *objspace);
 void mosaic_bg_sweep_stop(mosaic_objspace_t *objspace);
+void mosaic_bg_sweep_resume(mosaic_objspace_t *objspace);
+void mosaic_bg_sweep_hooks_changed(mosaic_objspace_t *objspace, rb_event_flag_t events);
+void mosaic_bg_sweep_totals(mosaic_objspace_t *objspace, uint64_t *cpu_ns, size_t *pages);
 void mosaic_bg_sweep_wait(mosaic_objspace_t *objspace);
 bool mosaic_bg_sweep_claim(mosaic_objspace_t *objspace, struct mosaic_page *page);
 void mosaic_bg_sweep_free(mosaic_objspace_t *objspace);

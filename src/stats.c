@@ -175,7 +175,10 @@ mosaic_stat(mosaic_objspace_t *objspace, VALUE hash_or_sym)
     SET(mosaic_growth_trigger_bytes, objspace->growth_trigger_bytes);
     SET(mosaic_grown_bytes, mosaic_pace_grown_bytes(objspace));
     SET(mosaic_gc_wall_time, st->gc_wall_ns / 1000000);
-    SET(mosaic_gc_cpu_time, st->gc_cpu_ns / 1000000);
+    uint64_t bg_cpu_ns;
+    size_t bg_pages;
+    mosaic_bg_sweep_totals(objspace, &bg_cpu_ns, &bg_pages);
+    SET(mosaic_gc_cpu_time, (st->gc_cpu_ns + bg_cpu_ns) / 1000000);
     SET(mosaic_pause_max_minor_us, st->pause_max_minor_ns / 1000);
     SET(mosaic_pause_max_major_us, st->pause_max_major_ns / 1000);
     SET(mosaic_fragmentation_compact_count, st->fragmentation_compact_count);
@@ -189,9 +192,9 @@ mosaic_stat(mosaic_objspace_t *objspace, VALUE hash_or_sym)
     SET(mosaic_incremental_forced_finishes, st->incremental_forced_finishes);
     SET(mosaic_incremental_parallel_steps, st->incremental_parallel_steps);
     SET(mosaic_background_sweeps, st->background_sweeps);
-    SET(mosaic_background_swept_pages, st->background_swept_pages);
+    SET(mosaic_background_swept_pages, bg_pages);
     SET(mosaic_background_freed_objects, st->background_freed_objects);
-    SET(mosaic_background_sweep_cpu_time, st->background_sweep_cpu_ns / 1000000);
+    SET(mosaic_background_sweep_cpu_time, bg_cpu_ns / 1000000);
     /* The breakdown: computed only when asked for (mallinfo2 walks malloc's bins). */
     {
         bool wanted = !NIL_P(hash);

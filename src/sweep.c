@@ -359,7 +359,6 @@ mosaic_sweep_prepare(mosaic_objspace_t *objspace)
 {
     objspace->reserving = mosaic_incremental_wanted(objspace);
     mosaic_bg_sweep_stop(objspace);   /* idle already (the previous sweep finished); the list is rebuilt */
-    mosaic_bg_sweep_reset(objspace);
     for (int i = 0; i < MOSAIC_HEAP_COUNT; i++) {
         struct mosaic_heap *heap = &objspace->heaps[i];
         for (int b = 0; b < MOSAIC_FREE_BUCKETS; b++) heap->free_pages[b] = NULL;
@@ -372,9 +371,9 @@ mosaic_sweep_prepare(mosaic_objspace_t *objspace)
             struct mosaic_page *page = heap->pages[j];
             page->before_sweep = true;
             page->free_next = NULL;
-            mosaic_bg_sweep_add(objspace, page);
         }
     }
+    mosaic_bg_sweep_list(objspace);
     objspace->lazy_sweeping = true;
 }
 

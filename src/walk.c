@@ -140,6 +140,11 @@ void
 mosaic_each_object(mosaic_objspace_t *objspace, void (*func)(VALUE, void *), void *data)
 {
     struct walk w = { objspace, NULL, 0, NULL, func, data };
+    /* Every slot is read: the background sweeper must not be freeing some meanwhile (an
+     * object it already freed reads as free, which it is). It stays stopped for the rest of
+     * the cycle, so that the next count, with nothing allocated in between, is the same (as
+     * under the default GC, whose lazy sweep moves only when Ruby allocates). */
+    mosaic_bg_sweep_stop(objspace);
     walk_snapshot(&w);
     walk_objects((VALUE)&w);
     walk_ensure((VALUE)&w);

@@ -201,6 +201,27 @@ class TestMosaicBackgroundSweep < Test::Unit::TestCase
     RUBY
   end
 
+  # ObjectSpace.count_objects reads every slot: the thread stops for it, so two counts with
+  # no string allocated in between agree on the strings (they differed by tens of thousands
+  # when it did not). (A count itself allocates an imemo or so, and the first one interns its
+  # keys: the first count and the imemos are not compared.)
+  def test_count_objects_is_stable_while_a_sweep_is_pending
+    omit "Mosaic's background sweeper" unless mosaic?
+    assert_gc_script(PRELUDE + <<~'RUBY', env: BG, timeout: 300)
+      h1 = {}
+      h2 = {}
+      ObjectSpace.count_objects(h1)
+      5.times do |round|
+        Array.new(200_000) { |i| "dead-#{i}" * 2 }
+        GC.start(immediate_sweep: false)
+        ObjectSpace.count_objects(h1)
+        ObjectSpace.count_objects(h2)
+        assert_equal h1[:T_STRING], h2[:T_STRING], "round #{round}"
+        assert_equal h1[:TOTAL], h2[:TOTAL], "round #{round}"
+      end
+    RUBY
+  end
+
   def test_background_sweep_can_be_turned_off
     omit "Mosaic's background sweeper" unless mosaic?
     assert_gc_script(PRELUDE + <<~'RUBY', env: BG.merge("MOSAIC_BACKGROUND_SWEEP" => "0"))
