@@ -377,19 +377,22 @@ mosaic_sweep_prepare(mosaic_objspace_t *objspace)
     objspace->lazy_sweeping = true;
 }
 
-/* Sweeps every page that is left. Caller is inside the GC (during_gc, VM lock). */
+/* Sweeps every page that is left. Caller is inside the GC (during_gc, VM lock). The
+ * background sweeper, if it may run, takes pages too (from its list, while this loop takes
+ * them in each class's order): the pause's sweep on two cores. It is idle when this returns
+ * (marking or compaction may follow). */
 void
 mosaic_sweep_rest(mosaic_objspace_t *objspace)
 {
     if (!objspace->lazy_sweeping) return;
-    /* The background sweeper stops (the pages it did not take are swept here). */
-    mosaic_bg_sweep_stop(objspace);
+    if (objspace->heap_walk_depth == 0) mosaic_bg_sweep_start(objspace);
     for (int i = 0; i < MOSAIC_HEAP_COUNT; i++) {
         struct mosaic_heap *heap = &objspace->heaps[i];
         while (heap->sweep_index < heap->page_count) {
             heap_sweep_step(objspace, heap);
         }
     }
+    mosaic_bg_sweep_stop(objspace);
     update_lazy_sweeping(objspace);
 }
 
