@@ -97,7 +97,8 @@ sweeper_main(void *arg)
         uint64_t cpu = mosaic_thread_cpu_ns() - cpu_start;
 
         pthread_mutex_lock(&bg->lock);
-        bg->cpu_ns += cpu;
+        /* GC.measure_total_time = false stops the time keys, this thread's share included. */
+        if (bg->objspace->measure_time) bg->cpu_ns += cpu;
         bg->swept_pages += swept;
         bg->running = false;
         pthread_cond_broadcast(&bg->cond);
