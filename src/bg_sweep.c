@@ -34,7 +34,6 @@
 #define _GNU_SOURCE 1 /* pthread_setname_np */
 #include <pthread.h>
 #include <sched.h>
-#include <signal.h>
 #include <stdlib.h>
 
 #include "mosaic.h"
@@ -65,17 +64,7 @@ sweeper_main(void *arg)
 {
     struct mosaic_bg_sweep *bg = arg;
     unsigned long seen = 0;
-    pthread_setname_np(pthread_self(), "mosaic-sweep");
-    /* Created with every signal blocked; a fault while freeing must still reach Ruby's
-     * handler (a [BUG] report), not kill the process silently. */
-    sigset_t faults;
-    sigemptyset(&faults);
-    sigaddset(&faults, SIGSEGV);
-    sigaddset(&faults, SIGBUS);
-    sigaddset(&faults, SIGILL);
-    sigaddset(&faults, SIGFPE);
-    sigaddset(&faults, SIGABRT);
-    pthread_sigmask(SIG_UNBLOCK, &faults, NULL);
+    mosaic_gc_thread_begin("mosaic-sweep");
 
     pthread_mutex_lock(&bg->lock);
     for (;;) {
@@ -225,11 +214,7 @@ mosaic_bg_sweep_start(mosaic_objspace_t *objspace)
         return;
     }
     if (!bg->started) {
-        sigset_t all, saved;
-        sigfillset(&all);
-        pthread_sigmask(SIG_SETMASK, &all, &saved);
-        bg->started = pthread_create(&bg->thread, NULL, sweeper_main, bg) == 0;
-        pthread_sigmask(SIG_SETMASK, &saved, NULL);
+        bg->started = mosaic_gc_thread_create(&bg->thread, sweeper_main, bg);
         if (!bg->started) {
             pthread_mutex_unlock(&bg->lock);
             return;

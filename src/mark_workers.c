@@ -156,17 +156,26 @@ mark_until_done(mosaic_objspace_t *objspace, struct mosaic_marker *marker, bool 
     }
 }
 
-static void *
-worker_main(void *arg)
+/* Starts a GC thread (a marker here, the background sweeper in bg_sweep.c) with every signal
+ * blocked, so that a signal meant for Ruby never lands on it. */
+bool
+mosaic_gc_thread_create(pthread_t *thread, void *(*main)(void *), void *arg)
 {
-    struct mosaic_mark_worker *self = arg;
-    struct mosaic_mark_workers *w = self->workers;
-    /* Phases are counted from the threads' start (0): a phase begun before this thread first
-     * takes the lock is still its to join. */
-    unsigned long seen = 0;
-    pthread_setname_np(pthread_self(), "mosaic-mark");
-    /* Created with every signal blocked; a fault in a mark function must still reach Ruby's
-     * handler (a [BUG] report with a backtrace), not kill the process silently. */
+    sigset_t all, saved;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &saved);
+    bool started = pthread_create(thread, NULL, main, arg) == 0;
+    pthread_sigmask(SIG_SETMASK, &saved, NULL);
+    return started;
+}
+
+/* First thing a GC thread does: its name, and the synchronous faults unblocked, so that a
+ * crash in a mark function or a free still reaches Ruby's handler (a [BUG] report with a
+ * backtrace) instead of killing the process silently. */
+void
+mosaic_gc_thread_begin(const char *name)
+{
+    pthread_setname_np(pthread_self(), name);
     sigset_t faults;
     sigemptyset(&faults);
     sigaddset(&faults, SIGSEGV);
@@ -175,6 +184,17 @@ worker_main(void *arg)
     sigaddset(&faults, SIGFPE);
     sigaddset(&faults, SIGABRT);
     pthread_sigmask(SIG_UNBLOCK, &faults, NULL);
+}
+
+static void *
+worker_main(void *arg)
+{
+    struct mosaic_mark_worker *self = arg;
+    struct mosaic_mark_workers *w = self->workers;
+    /* Phases are counted from the threads' start (0): a phase begun before this thread first
+     * takes the lock is still its to join. */
+    unsigned long seen = 0;
+    mosaic_gc_thread_begin("mosaic-mark");
     pthread_mutex_lock(&w->lock);
     for (;;) {
         while (!w->quit && w->phase == seen) pthread_cond_wait(&w->work_cond, &w->lock);
@@ -217,9 +237,6 @@ workers_start(mosaic_objspace_t *objspace)
     pthread_cond_init(&w->work_cond, NULL);
     pthread_cond_init(&w->done_cond, NULL);
 
-    sigset_t all, saved;
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &saved);
     for (unsigned int i = 0; i < want; i++) {
         struct mosaic_mark_worker *self = &w->workers[i];
         self->workers = w;
@@ -227,13 +244,12 @@ workers_start(mosaic_objspace_t *objspace)
         self->marker.weak_refs = &self->weak_refs;
         self->marker.weak_index = &self->weak_index;
         rb_gc_initialize_vm_context(&self->vm_context);
-        if (pthread_create(&self->thread, NULL, worker_main, self) != 0) {
+        if (!mosaic_gc_thread_create(&self->thread, worker_main, self)) {
             rb_native_mutex_destroy(&self->vm_context.lock);
             break;
         }
         w->count++;
     }
-    pthread_sigmask(SIG_SETMASK, &saved, NULL);
 
     objspace->workers = w;
     if (w->count == 0) {

@@ -20,6 +20,7 @@
 #ifndef MOSAIC_H
 #define MOSAIC_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -761,6 +762,8 @@ bool mosaic_mark_workers_hungry(mosaic_objspace_t *objspace);
 void mosaic_mark_workers_offer(mosaic_objspace_t *objspace, struct mosaic_marker *marker);
 size_t mosaic_mark_workers_finish(mosaic_objspace_t *objspace, struct mosaic_marker *marker);
 void mosaic_mark_workers_stop(mosaic_objspace_t *objspace);
+bool mosaic_gc_thread_create(pthread_t *thread, void *(*main)(void *), void *arg);
+void mosaic_gc_thread_begin(const char *name);
 
 /* heap.c: the empty-page pool */
 struct mosaic_page *mosaic_pool_take(mosaic_objspace_t *objspace, struct mosaic_heap *heap);
