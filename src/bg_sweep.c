@@ -103,10 +103,11 @@ fork_prepare(void)
 {
     struct mosaic_bg_sweep *bg = the_sweeper;
     if (!bg) return;
-    mosaic_bg_sweep_stop(bg->objspace);
+    /* The flag first: a start between the stop and the flag would leave it running. */
     pthread_mutex_lock(&bg->lock);
     bg->forking = true;
     pthread_mutex_unlock(&bg->lock);
+    mosaic_bg_sweep_stop(bg->objspace);
 }
 
 /* The parent goes on; its thread is idle (rb_gc_impl_after_fork restarts it). */
