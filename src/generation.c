@@ -12,6 +12,10 @@
  *    wb-unprotected objects are traced by every minor GC). The write barrier keeps it for
  *    writes; marking keeps it for promotions (an old parent whose child stays young is
  *    remembered again, see mosaic_mark).
+ *  - An old heap environment whose WB_REQUIRED flag is clear is remembered: the VM writes to
+ *    it without a write barrier (vm_env_write). The VM keeps this when it clears the flag;
+ *    a GC that traces the environment sets the flag; making objects old without tracing
+ *    them (mosaic_promote_all) remembers every environment.
  *  - Only mark.c and sweep.c change old/age bits; the mutator only sets remembered and
  *    wb-unprotected bits (atomically: several Ractors may run write barriers at once).
  *  - A freed slot has all of its bits cleared (sweep.c).
@@ -139,11 +143,32 @@ bits_set_if_missing(mosaic_bits_t *word, mosaic_bits_t bits)
     if ((*word & bits) != bits) *word |= bits;
 }
 
+/* A heap environment (CRuby's imemo_env: T_IMEMO with type 0 in the flag bits above
+ * FL_USHIFT, internal/imemo.h). The VM writes to one without a write barrier while its
+ * WB_REQUIRED flag is clear; see mosaic_promote_all. */
+static inline bool
+imemo_env_p(VALUE obj)
+{
+    return RB_BUILTIN_TYPE(obj) == T_IMEMO && ((RBASIC(obj)->flags >> RUBY_FL_USHIFT) & 0x0f) == 0;
+}
+
 /* Every object now in the heap becomes old (Process.warmup; a forked child, see
- * mosaic_generation_after_fork). With no young object left, the remembered-set invariant
- * holds trivially. World stopped. An unmarked object on a page not swept yet is garbage and is
+ * mosaic_generation_after_fork), and the remembered set becomes exactly the heap
+ * environments. World stopped. An unmarked object on a page not swept yet is garbage and is
  * left alone (the sweep frees it). Bits are written only where they change, so a heap that is
- * already old (a child of a warmed-up parent) has no page descriptor written. */
+ * already old (a child of a warmed-up parent) has few page descriptors written.
+ *
+ * *Why the environments stay remembered*: with no young object left, the remembered-set
+ * invariant holds now, but it must also hold after the next write, and the VM skips the
+ * write barrier on an environment whose WB_REQUIRED flag is clear (vm_env_write). That flag
+ * is cleared only by a write that remembers the environment (or while it is young), and set
+ * again when a GC traces it (imemo.c). An environment written since its latest trace, made
+ * old here with its remembered bit dropped, was old, unremembered and unflagged: the next
+ * write put a young object in it unseen, and the next minor GC freed that object (a crash in
+ * a forked child; test_forked_child_keeps_what_it_writes_to_an_inherited_environment).
+ * Remembered, every environment is traced by the next minor GC, which sets its flag. The
+ * flag lives in the VM's environment layout, which the GC does not read; remembering them all
+ * costs one trace of each at that minor GC (reads, and a flag write where it was clear). */
 void
 mosaic_promote_all(mosaic_objspace_t *objspace)
 {
@@ -151,20 +176,21 @@ mosaic_promote_all(mosaic_objspace_t *objspace)
     for (size_t p = 0; p < objspace->sorted_count; p++) {
         struct mosaic_page *page = objspace->sorted_pages[p];
         mosaic_bits_t live[MOSAIC_BITMAP_WORDS] = {0};
+        mosaic_bits_t envs[MOSAIC_BITMAP_WORDS] = {0};
         for (size_t i = 0; i < page->total_slots; i++) {
             VALUE obj = mosaic_slot_at(page, i);
             if (RBASIC(obj)->flags == 0 || RB_BUILTIN_TYPE(obj) == T_ZOMBIE) continue;
             if (page->before_sweep && !mosaic_bit_test(page->mark_bits, i)) continue;
             mosaic_bit_set(live, i);
+            if (imemo_env_p(obj)) mosaic_bit_set(envs, i);
         }
         for (size_t w = 0; w < MOSAIC_BITMAP_WORDS; w++) {
-            if (!live[w]) continue;
-            bits_set_if_missing(&page->old_bits[w], live[w]);
-            bits_set_if_missing(&page->age1_bits[w], live[w]);
-            bits_set_if_missing(&page->age0_bits[w], live[w]);
-        }
-        for (size_t w = 0; w < MOSAIC_BITMAP_WORDS; w++) {
-            if (page->remembered_bits[w]) page->remembered_bits[w] = 0;
+            if (live[w]) {
+                bits_set_if_missing(&page->old_bits[w], live[w]);
+                bits_set_if_missing(&page->age1_bits[w], live[w]);
+                bits_set_if_missing(&page->age0_bits[w], live[w]);
+            }
+            if (page->remembered_bits[w] != envs[w]) page->remembered_bits[w] = envs[w];
         }
     }
     mosaic_generation_count(objspace);

@@ -92,6 +92,37 @@ class TestMosaicProcess < Test::Unit::TestCase
     RUBY
   end
 
+  # A local variable written in a forked child keeps its object through the child's minor GCs.
+  # The VM writes to a heap environment without a write barrier while the environment's
+  # WB_REQUIRED flag is clear: the flag is cleared only by a write that remembers the
+  # environment, and set again when a GC traces it. The child makes what it inherited old
+  # (generation.c, mosaic_promote_all), and before the fix that also dropped every remembered
+  # bit, so an environment written since its latest trace became old, unremembered, and still
+  # unflagged: the child's next write to it went unseen, and its first minor GC freed the
+  # object that the variable still named (a crash, `rb_gc_mark(): ... is T_NONE`, found by a
+  # prefork worker whose local variable came back as another request's Hash). Both ways in:
+  # an environment still young at the fork, and an old one remembered by the parent's write.
+  def test_forked_child_keeps_what_it_writes_to_an_inherited_environment
+    omit "no fork" unless Process.respond_to?(:fork)
+    assert_gc_script(IN_FORKED_CHILD + <<~'RUBY', timeout: 300)
+      def escaped_env_written_after(gcs)
+        x = nil
+        @reader = proc { x }  # this frame's locals move to a heap environment
+        gcs.times { GC.start(full_mark: false) }  # ages it (old after enough minor GCs)
+        x = "parent"       # the slow path: the environment is remembered, its flag cleared
+        in_forked_child do
+          x = "child string #{rand}"  # the fast path: no write barrier
+          expected = x.dup
+          GC.start(full_mark: false)
+          Array.new(100_000) { |i| "reuses freed slots #{i}" }
+          x == expected ? "kept" : "lost"
+        end
+      end
+      assert_equal "kept", escaped_env_written_after(0), "an environment young at the fork"
+      assert_equal "kept", escaped_env_written_after(4), "an old environment the parent remembered"
+    RUBY
+  end
+
   # A forked child's live-data targets follow what it inherited (pace.c, mosaic_pace_after_fork):
   # a parent whose latest major GC was long ago (here: its data was built with GC disabled)
   # hands its child classes far above that major's targets, and before the fix the child's

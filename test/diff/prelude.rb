@@ -228,6 +228,13 @@ module S
   $nursery = Array.new(256)
   $nursery_k = Array.new(256)
   $nursery_i = 0
+  # Closure cells: a getter and a setter lambda over one local of a heap environment, which
+  # churn points at a fresh young String now and then. The VM writes to an environment without
+  # a write barrier while its WB_REQUIRED flag is clear (it remembered the environment when it
+  # cleared the flag): a GC that makes objects old without tracing them must keep that working
+  # (a forked child lost such Strings before the fix in generation.c, mosaic_promote_all).
+  $cells = Array.new(64)
+  $cells_k = Array.new(64)
   $counted = []
   $counted_dropped = 0
   $multi_ractor = false
@@ -765,6 +772,7 @@ module S
   end
 
   def self.nstr(k) = "n#{k}-#{'y' * (k % 50)}"
+  def self.make_cell(v) = [-> { v }, ->(x) { v = x }]
 
   # Short-lived allocation (minor GCs happen on their own), a few survivors kept in an old ring.
   def self.churn(n, kind)
@@ -792,6 +800,12 @@ module S
         k = $nursery_i
         $nursery[j] = nstr(k)
         $nursery_k[j] = k
+      end
+      if i % 89 == 0
+        j = i / 89 % $cells.size
+        k = ($nursery_i += 1)
+        if $cells[j] then $cells[j][1].call(nstr(k)) else $cells[j] = make_cell(nstr(k)) end
+        $cells_k[j] = k
       end
     end
     x = nil
@@ -1362,6 +1376,14 @@ module S
       unless s == nstr($nursery_k[j])
         bad += 1
         err "nursery #{j} changed"
+        break
+      end
+    end
+    $cells.each_with_index do |c, j|
+      next unless c
+      unless c[0].call == nstr($cells_k[j])
+        bad += 1
+        err "closure cell #{j} changed"
         break
       end
     end
