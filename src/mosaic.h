@@ -415,6 +415,7 @@ struct mosaic_stats {
     size_t incremental_steps;        /* their steps, start and final pauses excluded */
     size_t incremental_forced_finishes; /* marks finished early: allocation outran them, or a GC was asked for */
     size_t incremental_parallel_steps; /* steps shared with the GC threads */
+    size_t incremental_catch_up_steps; /* steps of L / MOSAIC_MARK_CATCH_UP_DIV when allocation outran a mark */
     size_t background_sweeps;        /* cycles the background sweeper was started on */
     size_t background_freed_objects; /* objects it freed (its CPU time and pages: bg_sweep.c) */
     size_t parallel_mark_offers;     /* chunks of mark work handed from one marker to another */
@@ -469,6 +470,8 @@ typedef struct mosaic_objspace {
     bool incremental_marking;        /* a major GC is marking in steps: between its pauses too */
     unsigned int incremental_reason; /* its MOSAIC_REASON_* (the sweep and reports read them at its end) */
     double mark_per_slot;            /* slots a step marks per slot a cache takes */
+    double mark_live_estimate;       /* L, the slots this mark in steps expects to trace */
+    size_t mark_catch_ups;           /* catch-up steps this mark took (collect.c) */
     bool marked_in_steps;            /* the latest cycle's major marked in steps (MOSAIC_TRACE) */
     size_t incremental_steps_at_start; /* stats.incremental_steps when it started */
     size_t incremental_traced_by_threads; /* slots the GC threads marked in this mark's steps */
@@ -795,6 +798,10 @@ void mosaic_bg_sweep_free(mosaic_objspace_t *objspace);
 /* collect.c: the cycle, entering and leaving GC */
 bool mosaic_collect(mosaic_objspace_t *objspace, unsigned int reason);
 void mosaic_incremental_step(mosaic_objspace_t *objspace, size_t slots_taken);
+/* Catch-up steps (collect.c): how many a mark in steps may take, and the share of L each marks. */
+#define MOSAIC_MARK_CATCH_UPS 16
+#define MOSAIC_MARK_CATCH_UP_DIV 8
+bool mosaic_incremental_catch_up(mosaic_objspace_t *objspace);
 void mosaic_incremental_finish(mosaic_objspace_t *objspace);
 bool mosaic_incremental_start_due(mosaic_objspace_t *objspace);
 bool mosaic_incremental_wanted(mosaic_objspace_t *objspace);

@@ -274,6 +274,38 @@ class TestMosaicIncremental < Test::Unit::TestCase
     RUBY
   end
 
+  # A program building up its data (hash-heavy's shape: nested Hashes, every one kept) fills a
+  # class faster than the pace expected, so a refill finds no room while a major GC marks in
+  # steps. It catches up (a step of an eighth of the mark, then a page of growth: collect.c,
+  # mosaic_incremental_catch_up) instead of finishing the whole mark in one pause. Before,
+  # 2 of this script's 10 marks were finished so (hash-heavy: 233-366 ms pauses).
+  def test_allocation_that_outruns_the_marking_catches_up_without_finishing_it
+    omit "Mosaic's incremental marking" unless mosaic?
+    omit "the stress gate's forced collections finish marks" if ENV["MOSAIC_STRESS_MINOR"]
+    assert_gc_script(<<~'RUBY', env: ON, timeout: 300)
+      # Whether a class runs out depends on how the heap grew: build up to 6 times, until one
+      # mark had to catch up (one does within the first two rounds in runs seen here).
+      kept = nil
+      6.times do |round|
+        by_group = Hash.new { |h, k| h[k] = {} }
+        500_000.times do |i|
+          by_group[i % 1009][i] = { id: i, name: "w#{round}-#{i % 5003}", tags: { "odd" => i.odd? } }
+        end
+        kept = [round, by_group]
+        break if GC.stat(:mosaic_incremental_catch_up_steps) > 0
+      end
+      assert_operator GC.stat(:mosaic_incremental_marks), :>, 3
+      assert_operator GC.stat(:mosaic_incremental_catch_up_steps), :>, 0, "allocation never outran a mark here"
+      assert_equal 0, GC.stat_heap.sum { |_, h| h[:force_incremental_marking_finish_count] },
+                   "a refill finished a mark in one pause"
+      round, by_group = kept
+      assert_equal 500_000, by_group.sum { |_, g| g.size }
+      assert_equal({ id: 499_999, name: "w#{round}-#{499_999 % 5003}", tags: { "odd" => true } },
+                   by_group[499_999 % 1009][499_999])
+      GC.verify_internal_consistency
+    RUBY
+  end
+
   def test_incremental_off_marks_at_once
     omit "Mosaic's incremental marking" unless mosaic?
     assert_gc_script(PRELUDE + <<~'RUBY', env: { "MOSAIC_INCREMENTAL" => "0" }, timeout: 300)
