@@ -142,7 +142,7 @@ class TestMosaicProcess < Test::Unit::TestCase
         more << "child string #{more.size}" while GC.count - gcs < 2
         "#{GC.count - gcs} #{GC.stat(:major_gc_count) - majors} #{more.size}"
       end.split.map { Integer(_1) }
-      assert_equal 2, gcs
+      assert_equal 2, gcs, "GCs #{gcs}, majors #{majors}, kept #{kept}"
       assert_operator kept, :>, 10_000, "the child's GCs came from its own allocation"
       assert_equal 0, majors, "the child's first GCs were minor"
       assert_equal "kept string 299999", keep.last
