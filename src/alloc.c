@@ -168,12 +168,12 @@ cache_refill(mosaic_objspace_t *objspace, struct mosaic_cache *cache, size_t hea
         struct mosaic_page *page = heap_take_free_page(objspace, heap);
         if (!page) page = heap_grow(objspace, heap, objspace->dont_gc || collected);
         /* Allocation outran a mark in steps: catch up, and grow by a page while marking lasts
-         * (collect.c, mosaic_incremental_catch_up). If the step ended the mark, its sweep
-         * has the room: look again. */
+         * (collect.c, mosaic_incremental_catch_up), unless over the soft memory limit: then
+         * the collection below finishes the mark first. If the step ended the mark, its
+         * sweep has the room: look again. */
         if (!page && !collected && objspace->incremental_marking && mosaic_incremental_catch_up(objspace)) {
-            if ((slot = cache->heaps[heap_index].freelist) != NULL) goto done;
             if (!objspace->incremental_marking) continue;
-            page = heap_grow(objspace, heap, true);
+            if (!mosaic_pace_over_limit(objspace)) page = heap_grow(objspace, heap, true);
         }
         if (!page && !collected && !objspace->dont_gc) {
             collected = true;

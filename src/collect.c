@@ -354,11 +354,11 @@ mosaic_incremental_start_due(mosaic_objspace_t *objspace)
  * per slot the refill takes, so marking ends with about half of that room left. The growth
  * budgets are not counted in F: pacing by them spread a mark over room the heap did not have
  * yet, and the heap grew into it while marking (hash-heavy: 440 MB peak against 398 with
- * stop-the-world majors). *Why the old objects*: each was live when a GC last traced it, so
- * they bound L from below; in a program building up its data the latest major's count is far
- * behind (hash-heavy: 1.12M traced, 1.54M old at the next major), the steps were too small,
- * the room ran out with much left to mark, and the collection that followed finished the mark
- * in one pause (319 and 366 ms in two runs). */
+ * stop-the-world majors). *Why the old objects*: in a program building up its data the latest
+ * major's count is far behind (hash-heavy: 1.29M traced, 1.54M old at the next major), the
+ * steps were too small, the room ran out with much left to mark, and the collection that
+ * followed finished the mark in one pause (319 and 366 ms in two runs). Old objects may have
+ * died since, so this can overestimate L: the mark then ends early, in larger steps (safe). */
 static void
 set_mark_pace(mosaic_objspace_t *objspace)
 {
@@ -393,10 +393,11 @@ mosaic_incremental_step(mosaic_objspace_t *objspace, size_t slots_taken)
  * class outran the marking (the pace spreads L over the free slots of all classes, and one
  * class can fill first). Rather than finish the whole mark in this pause (the forced finish:
  * hash-heavy's 233-366 ms major pauses), a catch-up step marks L / MOSAIC_MARK_CATCH_UP_DIV
- * slots and the refill then grows the class by one page (alloc.c), at most
- * MOSAIC_MARK_CATCH_UPS times per mark; after that the refill collects, which finishes the
- * mark. So a mark that falls behind costs a few pauses of an eighth of the mark each and at
- * most that many pages per class, as the default GC grows its heap while it marks. Returns
+ * slots and the refill then grows the class by one page (alloc.c; not over the soft memory
+ * limit), at most MOSAIC_MARK_CATCH_UPS times per mark across all classes; after that the
+ * refill collects, which finishes the mark. So a mark that falls behind costs a few pauses of
+ * an eighth of the mark each and at most that many pages. (The default GC of 3.4.5 finishes
+ * the mark in this situation, gc_marks_continue: this is a departure from it.) Returns
  * true when the refill may grow (the mark goes on), false when it should not (no catch-up
  * left, or none allowed here); the step may also end the mark (incremental_marking false),
  * and then the refill looks for room again. */
