@@ -6,6 +6,8 @@
 #   2. CRuby's GC-critical test-all files (test/gates.txt), with test/excludes/mosaic and
 #      test/excludes/stress (tests that count collections or read the library's name), with
 #      every major GC the pacer starts marking in steps (MOSAIC_STRESS_INCREMENTAL=64).
+# Both parts run two test processes at once (-j2; the parallel runner counts each skip twice in
+# its summary), and every timeout is scaled (below).
 # Prints one line per part; exits non-zero if either has a failure, an error or a [BUG].
 # Usage: scripts/stress-gate.sh [unit|testall]...   (both by default); MOSAIC_STRESS_N sets N.
 source "$(dirname "$0")/lib.sh"
@@ -19,6 +21,11 @@ export MOSAIC_STRESS_MINOR=$N RUBY_GC_LIBRARY=mosaic_check MOSAIC_EXPECT_GC=mosa
 # Every collection marks on two threads (MOSAIC_PARALLEL_MARK_MIN=0), so the heap checker runs
 # after parallel marks; the serial marker is what the release-build gates run below the threshold.
 export MOSAIC_GC_THREADS=${MOSAIC_GC_THREADS:-2} MOSAIC_PARALLEL_MARK_MIN=${MOSAIC_PARALLEL_MARK_MIN:-0}
+# A verified collection every N allocations makes allocation-heavy child scripts several times
+# slower than their timeouts assume (TestObjectSpace#test_finalizer defines a million finalizers
+# in 60 s): scale every timeout, as CRuby's CI does for its valgrind and sanitizer builds
+# (EnvUtil.apply_timeout_scale reads RUBY_TEST_TIMEOUT_SCALE).
+export RUBY_TEST_TIMEOUT_SCALE=${RUBY_TEST_TIMEOUT_SCALE:-5}
 # The checking build names itself "mosaic" (ruby -v shows +GC[mosaic]); ask it for its checks.
 "$MOSAIC_RUBY" -e 'exit(GC::OPTS.include?("MOSAIC_CHECK"))' 2>/dev/null ||
   { echo "stress gate FAILED: librubygc.mosaic_check.so does not load as the checking build (make install-check)"; exit 1; }
@@ -28,7 +35,7 @@ for part in $PARTS; do
   case $part in
     unit)
       log=$LOGS/stress-unit.log
-      "$MOSAIC_RUBY" "$MOSAIC_RUBY_SRC/tool/test/runner.rb" -q "$MOSAIC_ROOT/test" >"$log" 2>&1
+      "$MOSAIC_RUBY" "$MOSAIC_RUBY_SRC/tool/test/runner.rb" -j2 -q "$MOSAIC_ROOT/test" >"$log" 2>&1
       rc=$? ;;
     testall)
       # The pacer's majors mark in steps of 64 slots here (the unit part keeps them whole):

@@ -2,8 +2,8 @@
  * heap.c: size classes and pages.
  *
  * Owns: the size-class table, page bodies (carved out of mmap'd arenas, MOSAIC_PAGE_SIZE-
- * aligned), the per-class page arrays and the address-sorted array of every page used for
- * conservative lookups.
+ * aligned), the per-class page arrays, the address-sorted array of every page, and the page
+ * address index (a hash table of the same pages) that answers conservative lookups.
  *
  * Invariants:
  *  - The size-class table (mosaic_heap_sizes, MOSAIC_HEAP_COUNT classes) is chosen once at
@@ -12,7 +12,7 @@
  *  - A page of a class has heap->slots_per_page slots starting heap->start_offset into its
  *    body, and its slot_recip makes mosaic_bit_index exact (checked for every offset at boot).
  *  - sorted_pages holds every live page exactly once, ordered by body address; lomem/himem
- *    bound all of them.
+ *    bound all of them. The address index (page_index) holds exactly the same pages.
  *  - A new page's slots are all T_NONE (a body comes zeroed: fresh from mmap, or after
  *    madvise(MADV_DONTNEED)) and all of them are on its freelist; its bitmaps are all clear.
  *  - Bodies come from arenas of MOSAIC_ARENA_PAGES bodies, one mapping each: the heap costs
@@ -307,9 +307,71 @@ sorted_insert_position(mosaic_objspace_t *objspace, uintptr_t body)
     return lo;
 }
 
+/* The address index: every page of sorted_pages, in an open-addressing table keyed by body
+ * address (linear probing, capacity a power of two at least twice the page count), so that
+ * asking whether an address is a slot (conservative roots, the checking build's edge checks)
+ * costs one probe, not a binary search whose every step misses the cache on a page struct. */
+static size_t
+page_index_home(uintptr_t body, size_t mask)
+{
+    return (size_t)(((uint64_t)(body / MOSAIC_PAGE_SIZE) * 0x9E3779B97F4A7C15ull) >> 32) & mask;
+}
+
+static bool
+page_index_grow(mosaic_objspace_t *objspace)
+{
+    size_t capa = objspace->page_index_mask ? (objspace->page_index_mask + 1) * 2 : 512;
+    struct mosaic_page **table = calloc(capa, sizeof(*table));
+    if (!table) return false;
+    for (size_t i = 0; i < objspace->sorted_count; i++) {
+        struct mosaic_page *page = objspace->sorted_pages[i];
+        size_t j = page_index_home((uintptr_t)page->body, capa - 1);
+        while (table[j]) j = (j + 1) & (capa - 1);
+        table[j] = page;
+    }
+    free(objspace->page_index);
+    objspace->page_index = table;
+    objspace->page_index_mask = capa - 1;
+    return true;
+}
+
+static void
+page_index_insert(mosaic_objspace_t *objspace, struct mosaic_page *page)
+{
+    size_t mask = objspace->page_index_mask;
+    size_t i = page_index_home((uintptr_t)page->body, mask);
+    while (objspace->page_index[i]) i = (i + 1) & mask;
+    objspace->page_index[i] = page;
+}
+
+static void
+page_index_remove(mosaic_objspace_t *objspace, struct mosaic_page *page)
+{
+    size_t mask = objspace->page_index_mask;
+    size_t i = page_index_home((uintptr_t)page->body, mask);
+    while (objspace->page_index[i] != page) {
+        if (!objspace->page_index[i]) rb_bug("Mosaic: page %p missing from the page address index", (void *)page->body);
+        i = (i + 1) & mask;
+    }
+    /* Backward-shift deletion: move up each later entry of the run whose home is not in
+     * (i, j], so that no lookup meets a hole before its entry. */
+    for (size_t j = (i + 1) & mask; objspace->page_index[j]; j = (j + 1) & mask) {
+        size_t home = page_index_home((uintptr_t)objspace->page_index[j]->body, mask);
+        bool home_in_gap = i <= j ? (home > i && home <= j) : (home > i || home <= j);
+        if (!home_in_gap) {
+            objspace->page_index[i] = objspace->page_index[j];
+            i = j;
+        }
+    }
+    objspace->page_index[i] = NULL;
+}
+
 static bool
 sorted_add(mosaic_objspace_t *objspace, struct mosaic_page *page)
 {
+    if ((objspace->sorted_count + 1) * 2 > objspace->page_index_mask + 1 || !objspace->page_index) {
+        if (!page_index_grow(objspace)) return false;
+    }
     if (objspace->sorted_count == objspace->sorted_capa) {
         size_t capa = objspace->sorted_capa ? objspace->sorted_capa * 2 : 256;
         struct mosaic_page **pages = realloc(objspace->sorted_pages, capa * sizeof(*pages));
@@ -322,6 +384,7 @@ sorted_add(mosaic_objspace_t *objspace, struct mosaic_page *page)
             (objspace->sorted_count - pos) * sizeof(struct mosaic_page *));
     objspace->sorted_pages[pos] = page;
     objspace->sorted_count++;
+    page_index_insert(objspace, page);
 
     uintptr_t lo = (uintptr_t)page->body, hi = lo + MOSAIC_PAGE_SIZE;
     if (objspace->lomem == 0 || lo < objspace->lomem) objspace->lomem = lo;
@@ -339,6 +402,7 @@ sorted_remove(mosaic_objspace_t *objspace, struct mosaic_page *page)
     memmove(&objspace->sorted_pages[pos], &objspace->sorted_pages[pos + 1],
             (objspace->sorted_count - pos - 1) * sizeof(struct mosaic_page *));
     objspace->sorted_count--;
+    page_index_remove(objspace, page);
     if (objspace->sorted_count) {
         objspace->lomem = (uintptr_t)objspace->sorted_pages[0]->body;
         objspace->himem = (uintptr_t)objspace->sorted_pages[objspace->sorted_count - 1]->body + MOSAIC_PAGE_SIZE;
@@ -353,9 +417,9 @@ sorted_find(mosaic_objspace_t *objspace, uintptr_t addr)
 {
     if (addr < objspace->lomem || addr >= objspace->himem) return NULL;
     uintptr_t body = addr & MOSAIC_PAGE_MASK;
-    size_t pos = sorted_insert_position(objspace, body);
-    if (pos < objspace->sorted_count && (uintptr_t)objspace->sorted_pages[pos]->body == body) {
-        return objspace->sorted_pages[pos];
+    size_t mask = objspace->page_index_mask;
+    for (size_t i = page_index_home(body, mask); objspace->page_index[i]; i = (i + 1) & mask) {
+        if ((uintptr_t)objspace->page_index[i]->body == body) return objspace->page_index[i];
     }
     return NULL;
 }
@@ -369,9 +433,9 @@ mosaic_pointer_to_slot_p(mosaic_objspace_t *objspace, const void *ptr)
     struct mosaic_page *page = sorted_find(objspace, p);
     if (!page) return false;
     if (p < page->start) return false;
-    uintptr_t offset = p - page->start;
-    if (offset % page->slot_size != 0) return false;
-    return offset / page->slot_size < page->total_slots;
+    /* Divide by multiplying: exact for every offset inside a page (slot_recip_check). */
+    size_t i = mosaic_bit_index(page, (VALUE)p);
+    return i < page->total_slots && mosaic_slot_at(page, i) == (VALUE)p;
 }
 
 /* ============================================================ pages */
@@ -632,6 +696,9 @@ mosaic_heap_free_all(mosaic_objspace_t *objspace)
     }
     free(objspace->sorted_pages);
     objspace->sorted_pages = NULL;
+    free(objspace->page_index);
+    objspace->page_index = NULL;
+    objspace->page_index_mask = 0;
     objspace->sorted_count = objspace->sorted_capa = 0;
     while (objspace->pool) {
         struct mosaic_page *page = objspace->pool;

@@ -436,6 +436,9 @@ typedef struct mosaic_objspace {
     struct mosaic_page **sorted_pages;
     size_t sorted_count;
     size_t sorted_capa;
+    /* The same pages by body address, open addressing (heap.c); mask = capacity - 1. */
+    struct mosaic_page **page_index;
+    size_t page_index_mask;
     uintptr_t lomem, himem;
     struct mosaic_arena *arenas;     /* every mapping that holds page bodies (heap.c) */
 

@@ -552,6 +552,19 @@ mosaic_verify_heap(mosaic_objspace_t *objspace, bool raise_on_error)
     if (pages != objspace->sorted_count) {
         report(&ctx, "%zu pages in the heaps, %zu in the sorted index", pages, objspace->sorted_count);
     }
+    /* The address index holds the same pages: a lookup of each page's first slot finds it, and
+     * it has no other entry. */
+    size_t indexed = 0;
+    for (size_t i = 0; objspace->page_index && i <= objspace->page_index_mask; i++) indexed += objspace->page_index[i] != NULL;
+    if (indexed != objspace->sorted_count) {
+        report(&ctx, "%zu pages in the address index, %zu in the sorted index", indexed, objspace->sorted_count);
+    }
+    for (size_t i = 0; i < objspace->sorted_count; i++) {
+        struct mosaic_page *page = objspace->sorted_pages[i];
+        if (page->total_slots && !mosaic_pointer_to_slot_p(objspace, (void *)page->start)) {
+            report(&ctx, "page %p: the address index does not find its first slot", (void *)page->body);
+        }
+    }
     st_foreach(objspace->obj_to_id, verify_obj_to_id_i, (st_data_t)&ctx);
     st_foreach(objspace->id_to_obj, verify_id_to_obj_i, (st_data_t)&ctx);
     if (objspace->finalizer_table) st_foreach(objspace->finalizer_table, verify_finalizer_i, (st_data_t)&ctx);

@@ -15,9 +15,16 @@ module MosaicTestHelper
   end
 
   # Runs `code` in a child Ruby under the same GC and asserts it exits cleanly.
+  #
+  # The script may call rounds(n) for how many times to repeat a round that exists to provoke
+  # collections: n, or a fifth of n (at least 2) under the stress gate. There a verified
+  # collection every MOSAIC_STRESS_MINOR allocations makes a script's cost its allocations times
+  # its heap, and each round already collects dozens of times; the release-build gates run
+  # every round.
   def assert_gc_script(code, timeout: 120, env: {}, args: [], message: nil, ignore_stderr: false)
     assert_separately([env, *args], <<~PRELUDE + code, timeout: timeout, ignore_stderr: ignore_stderr)
       raise "wrong GC: \#{GC.config[:implementation]}" unless GC.config[:implementation] == #{GC_NAME.dump}
+      def rounds(n) = ENV["MOSAIC_STRESS_MINOR"] ? [n / 5, 2].max : n
     PRELUDE
   end
 end

@@ -110,7 +110,7 @@ class TestMosaicGenerations < Test::Unit::TestCase
       GC.config(rgengc_allow_full_mark: false)
       old0, live0 = GC.stat(:old_objects), GC.stat(:heap_live_slots)
       minor0 = GC.stat(:minor_gc_count)
-      30.times do
+      rounds(30).times do
         batch = Array.new(5_000) { Object.new }
         6.times { 40_000.times { [] } }       # young garbage: minor GCs while the batch lives
         batch.clear
