@@ -428,11 +428,12 @@ incremental_step_of(mosaic_objspace_t *objspace, size_t budget)
 #if MOSAIC_CHECK
     /* The tri-color invariant between steps (verify.c), checked after a step once a quarter of
      * the live slots were allocated since the latest check (as verify_due amortizes the heap
-     * check under GC.stress): each check walks the heap. */
+     * check under GC.stress): each check walks the heap. MOSAIC_VERIFY_STEPS=1: every step. */
     size_t allocated = mosaic_total_allocated(objspace);
-    if (allocated - objspace->tricolor_checked_at >= mosaic_live_slots(objspace) / 4 &&
+    if ((objspace->params.verify_every_step ||
+         allocated - objspace->tricolor_checked_at >= mosaic_live_slots(objspace) / 4) &&
         (objspace->tricolor_checked_at = allocated, mosaic_verify_tricolor(objspace))) {
-        rb_bug("Mosaic: a marked object refers to an unmarked one between incremental steps (see above)");
+        rb_bug("Mosaic: a marked object refers to an unmarked one no grey object reaches, between incremental steps (see above)");
     }
 #endif
     mosaic_gc_exit(objspace, &lev);

@@ -29,6 +29,9 @@
  * | MOSAIC_VERIFY                         | 0       | 1: verify the heap after every GC (slow;  |
  * |                                       |         | under GC.stress, amortized: collect.c)    |
  * | MOSAIC_STRESS_MINOR                   | 0 (off) | checking build: a GC every N allocations  |
+ * | MOSAIC_VERIFY_STEPS                   | 0 (off) | checking build: 1: check the tri-color    |
+ * |                                       |         | invariant after every incremental step    |
+ * |                                       |         | (else amortized like GC.stress's checks)  |
  * | MOSAIC_STRESS_COMPACT                 | 0 (off) | checking build: 1: those GCs are majors   |
  * |                                       |         | that compact (alloc.c)                    |
  * | MOSAIC_MEMORY_LIMIT                   | 0 (off) | soft limit on pages + malloc, e.g. 512M   |
@@ -210,6 +213,11 @@ mosaic_params_from_env(struct mosaic_params *params)
     if (env_size("MOSAIC_STRESS_MINOR", &stress_minor, 0)) {
         if (MOSAIC_CHECK) params->stress_minor_every = stress_minor;
         else fprintf(stderr, "[mosaic] MOSAIC_STRESS_MINOR is ignored: it needs the checking build (make CHECK=1)\n");
+    }
+    size_t verify_steps = 0;
+    if (env_size("MOSAIC_VERIFY_STEPS", &verify_steps, 0)) {
+        if (MOSAIC_CHECK) params->verify_every_step = verify_steps != 0;
+        else fprintf(stderr, "[mosaic] MOSAIC_VERIFY_STEPS is ignored: it needs the checking build (make CHECK=1)\n");
     }
     size_t stress_compact = 0;
     if (env_size("MOSAIC_STRESS_COMPACT", &stress_compact, 0)) {

@@ -314,6 +314,7 @@ struct mosaic_params {
     double oldmalloc_limit_growth_factor;
     bool allow_full_mark;            /* GC.config(rgengc_allow_full_mark:); stored, see config.c */
     bool verify_after_gc;            /* MOSAIC_VERIFY=1: run the heap checker after every GC */
+    bool verify_every_step;          /* MOSAIC_VERIFY_STEPS=1 (checking build): the tri-color check after every incremental step */
     bool generational;               /* MOSAIC_GENERATIONAL=0 turns minor GCs off (boot only) */
     double oldobject_limit_factor;
     double wb_unprotected_limit_ratio;

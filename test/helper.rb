@@ -14,6 +14,11 @@ module MosaicTestHelper
     GC_NAME == "mosaic"
   end
 
+  # Whether the library loaded is the checking build (make CHECK=1; the stress gate's).
+  def checking_build?
+    defined?(GC::OPTS) && GC::OPTS.include?("MOSAIC_CHECK")
+  end
+
   # Runs `code` in a child Ruby under the same GC and asserts it exits cleanly.
   #
   # The script may call rounds(n) for how many times to repeat a round that exists to provoke

@@ -307,6 +307,50 @@ class TestMosaicIncremental < Test::Unit::TestCase
     RUBY
   end
 
+  # Found by the stress gate (TestGc#test_gc_parameter's child, at boot): loading instruction
+  # sequences from binary announces each literal with a write barrier as it is loaded
+  # (compile.c, ibf_load_code) but publishes the iseq's code only once the sequence and every
+  # child sequence in it are loaded. A major GC that starts in between traces the iseq without
+  # its literals, so once the code is published a black iseq refers to white strings, which the
+  # loader's object list (grey) still holds: safe, and the weak tri-color invariant the checking
+  # build checks (verify.c). Its strong form made the checker abort here (checked by putting it
+  # back: "marked ... (imemo iseq), not grey, refers to unmarked ... (type 0x5)"). Methods with
+  # literals around large nested blocks make every load span collections; in the checking build
+  # a collection every 300 allocations starts majors mid-load and every step is checked.
+  def test_iseqs_loaded_from_binary_while_marking
+    omit "Mosaic's incremental marking" unless mosaic?
+    env = STEPS.merge("RUBY_GC_HEAP_OLDOBJECT_LIMIT_FACTOR" => "0")
+    env = env.merge("MOSAIC_STRESS_MINOR" => "300", "MOSAIC_VERIFY_STEPS" => "1") if checking_build?
+    # (stderr: the GC reports the variable it was given, as the default GC does when verbose.)
+    assert_gc_script(<<~'RUBY', env: env, timeout: 300, ignore_stderr: true)
+      $VERBOSE = nil   # each load redefines the methods
+      src = +""
+      60.times do |m|
+        literals = (0...8).map { |i| "\"lit-#{m}-#{i}\"" }.join(", ")
+        inner = (0...200).map { |i| "\"in-#{m}-#{i}\"" }.join(", ")
+        src << "def m#{m}(x)\n"
+        src << "  a = [#{literals}]\n"
+        src << "  b = x.map { |y| [\"blk-#{m}-\" + y.to_s, [1].map { |z| [#{inner}].last }] }\n"
+        src << "  [a, b]\nend\n"
+      end
+      bin = RubyVM::InstructionSequence.compile(src).to_binary
+      majors = GC.stat(:major_gc_count)
+      rounds(50).times do |round|
+        RubyVM::InstructionSequence.load_from_binary(bin).eval
+        Array.new(500) { |i| "garbage #{i}" }
+        next unless round % 5 == 0
+        60.times do |m|
+          a, b = send(:"m#{m}", [round])
+          assert_equal (0...8).map { |i| "lit-#{m}-#{i}" }, a
+          assert_equal [["blk-#{m}-#{round}", ["in-#{m}-199"]]], b
+        end
+      end
+      assert_operator GC.stat(:major_gc_count) - majors, :>=, 5
+      assert_operator GC.stat(:mosaic_incremental_marks), :>=, 5
+      GC.verify_internal_consistency
+    RUBY
+  end
+
   def test_incremental_off_marks_at_once
     omit "Mosaic's incremental marking" unless mosaic?
     assert_gc_script(PRELUDE + <<~'RUBY', env: { "MOSAIC_INCREMENTAL" => "0" }, timeout: 300)
