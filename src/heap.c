@@ -317,31 +317,27 @@ page_index_home(uintptr_t body, size_t mask)
     return (size_t)(((uint64_t)(body / MOSAIC_PAGE_SIZE) * 0x9E3779B97F4A7C15ull) >> 32) & mask;
 }
 
+/* Puts `page` in the first free entry of its probe run (the table has one). */
+static void
+page_index_place(struct mosaic_page **table, size_t mask, struct mosaic_page *page)
+{
+    size_t i = page_index_home((uintptr_t)page->body, mask);
+    while (table[i]) i = (i + 1) & mask;
+    table[i] = page;
+}
+
+/* A table twice as large (512 entries at first), holding every page of sorted_pages. */
 static bool
 page_index_grow(mosaic_objspace_t *objspace)
 {
     size_t capa = objspace->page_index_mask ? (objspace->page_index_mask + 1) * 2 : 512;
     struct mosaic_page **table = calloc(capa, sizeof(*table));
     if (!table) return false;
-    for (size_t i = 0; i < objspace->sorted_count; i++) {
-        struct mosaic_page *page = objspace->sorted_pages[i];
-        size_t j = page_index_home((uintptr_t)page->body, capa - 1);
-        while (table[j]) j = (j + 1) & (capa - 1);
-        table[j] = page;
-    }
+    for (size_t i = 0; i < objspace->sorted_count; i++) page_index_place(table, capa - 1, objspace->sorted_pages[i]);
     free(objspace->page_index);
     objspace->page_index = table;
     objspace->page_index_mask = capa - 1;
     return true;
-}
-
-static void
-page_index_insert(mosaic_objspace_t *objspace, struct mosaic_page *page)
-{
-    size_t mask = objspace->page_index_mask;
-    size_t i = page_index_home((uintptr_t)page->body, mask);
-    while (objspace->page_index[i]) i = (i + 1) & mask;
-    objspace->page_index[i] = page;
 }
 
 static void
@@ -369,7 +365,8 @@ page_index_remove(mosaic_objspace_t *objspace, struct mosaic_page *page)
 static bool
 sorted_add(mosaic_objspace_t *objspace, struct mosaic_page *page)
 {
-    if ((objspace->sorted_count + 1) * 2 > objspace->page_index_mask + 1 || !objspace->page_index) {
+    /* At most half full after this page (no table yet: the mask is 0, so it grows). */
+    if ((objspace->sorted_count + 1) * 2 > objspace->page_index_mask + 1) {
         if (!page_index_grow(objspace)) return false;
     }
     if (objspace->sorted_count == objspace->sorted_capa) {
@@ -384,7 +381,7 @@ sorted_add(mosaic_objspace_t *objspace, struct mosaic_page *page)
             (objspace->sorted_count - pos) * sizeof(struct mosaic_page *));
     objspace->sorted_pages[pos] = page;
     objspace->sorted_count++;
-    page_index_insert(objspace, page);
+    page_index_place(objspace->page_index, objspace->page_index_mask, page);
 
     uintptr_t lo = (uintptr_t)page->body, hi = lo + MOSAIC_PAGE_SIZE;
     if (objspace->lomem == 0 || lo < objspace->lomem) objspace->lomem = lo;
