@@ -95,6 +95,14 @@ imemo_kind(VALUE obj)
     return buf;
 }
 
+/* An instruction sequence (imemo_iseq, internal/imemo.h): the one kind of parent the tri-color
+ * check holds to the weak invariant only (mosaic_verify_tricolor). */
+static bool
+imemo_iseq_p(VALUE obj)
+{
+    return RB_BUILTIN_TYPE(obj) == T_IMEMO && ((RBASIC(obj)->flags >> RUBY_FL_USHIFT) & 0x0f) == 7;
+}
+
 /* One edge of ctx->parent, strong or weak, as rb_gc_mark_children reports it (mark.c routes
  * its entry points here while verify_ctx is set). A weak edge that survived a collection must
  * point to a live object exactly like a strong one: a dead referent is cleared (Qundef) by the
@@ -110,7 +118,7 @@ mosaic_verify_edge(mosaic_objspace_t *objspace, VALUE child, bool weak)
          * will not be traced again, a grey one is a source already). */
         if (weak || !mosaic_pointer_to_slot_p(ctx->objspace, (void *)child) || mosaic_marked_p(child)) return;
         switch (RB_BUILTIN_TYPE(child)) {
-          case T_NONE: case T_ZOMBIE: case T_MOVED: return;   /* the first pass reports these */
+          case T_NONE: case T_ZOMBIE: case T_MOVED: return;   /* not an object to reach through */
           default: break;
         }
         if (st_insert(ctx->reached, (st_data_t)child, 0) == 0) mosaic_ptr_vec_push(&ctx->frontier, (void *)child);
@@ -131,8 +139,16 @@ mosaic_verify_edge(mosaic_objspace_t *objspace, VALUE child, bool weak)
         break;
       default:
         if (ctx->tricolor && !weak && !mosaic_marked_p(child)) {
-            mosaic_ptr_vec_push(&ctx->black_to_white, (void *)ctx->parent);
-            mosaic_ptr_vec_push(&ctx->black_to_white, (void *)child);
+            if (imemo_iseq_p(ctx->parent)) {
+                /* Decided once the closure is known (mosaic_verify_tricolor). */
+                mosaic_ptr_vec_push(&ctx->black_to_white, (void *)ctx->parent);
+                mosaic_ptr_vec_push(&ctx->black_to_white, (void *)child);
+            }
+            else {
+                report(ctx, "marked %p (type 0x%x%s), not grey, refers to unmarked %p (type 0x%x) between incremental steps",
+                       (void *)ctx->parent, (unsigned)RB_BUILTIN_TYPE(ctx->parent), imemo_kind(ctx->parent),
+                       (void *)child, (unsigned)RB_BUILTIN_TYPE(child));
+            }
         }
         if (ctx->parent_needs_barrier && !mosaic_old_p(child)) {
             report(ctx, "old %p (type 0x%x) %srefers to young %p (type 0x%x) but is not remembered",
@@ -677,21 +693,22 @@ tricolor_closure(mosaic_objspace_t *objspace, struct verify_ctx *ctx)
 }
 
 /* Between the steps of an incremental mark (checking build, collect.c): the tri-color
- * invariant of DESIGN section 10, in its weak form. A marked, write-barrier-protected object
- * that is not on the mark stack (black) may refer strongly to an unmarked (white) object only
- * if some grey object reaches that white object through white objects: a later step then
- * marks it. A white object reachable only from black objects (and the roots) is a write the
- * barrier did not grey, or a newborn a black object refers to without a barrier.
- * Why not the strong form (no black -> white edge at all), which CRuby's default GC checks
- * (check_color_i): CRuby announces some references before it publishes them. Loading an
- * instruction sequence from binary (compile.c, ibf_load_code) calls RB_OBJ_WRITTEN(iseq, ...)
- * for each literal as it builds the code in a malloc'd buffer, and sets the iseq's code and
- * mark bits only when the whole sequence, its child sequences included, is loaded. A major GC
- * that starts in between traces the iseq without those literals; once the code is published
- * the iseq is black and its literals white, held meanwhile by the loader's object list, which
- * is grey (or black, and then its barrier greyed them when they were added). Found by the
- * stress gate on a child of TestGc#test_gc_parameter, during boot's loading of the builtin
- * rjit_c. The strong edges are checked first; the closure is computed only when one fails.
+ * invariant of DESIGN section 10. A marked, write-barrier-protected object that is not on the
+ * mark stack (black) refers strongly only to marked objects; a miss is a write the barrier did
+ * not grey, or a newborn a black object refers to without a barrier.
+ * Except an instruction sequence, held to the weak form: it may refer to an unmarked (white)
+ * object that some grey object reaches through white objects (a later step marks it). CRuby
+ * announces an iseq's literals before it publishes them: loading from binary (compile.c,
+ * ibf_load_code) calls RB_OBJ_WRITTEN(iseq, ...) for each literal as it builds the code in a
+ * malloc'd buffer, and sets the iseq's code and mark bits only once the sequence, its child
+ * sequences included, is loaded. A step in between traces the iseq without those literals
+ * (and marks its loader, aux.loader.obj, while ISEQ_NOT_LOADED_YET is set); once the code is
+ * published the iseq is black and its literals white, held by the loader's object list, which
+ * is grey (or black, and then its barrier greyed them when they were added), and whose path to
+ * them never changes. Found by the stress gate on a child of TestGc#test_gc_parameter, while
+ * boot loaded the builtin rjit_c. Every other parent keeps the strong form, which catches a
+ * missing barrier even while the white object happens to be reachable from a grey one (the
+ * path a later deletion would cut). The closure is computed only when an iseq edge needs it.
  * Called inside a pause, between steps. Returns the number of problems (printed). */
 size_t
 mosaic_verify_tricolor(mosaic_objspace_t *objspace)
