@@ -16,6 +16,8 @@
  *    it without a write barrier (vm_env_write). The VM keeps this when it clears the flag;
  *    a GC that traces the environment sets the flag; making objects old without tracing
  *    them (mosaic_promote_all) remembers every environment.
+ *  - An old iseq CRuby is still loading from binary stays remembered whenever a GC traces it
+ *    (mark.c): its literals are announced before its code holds them (DESIGN section 4).
  *  - Only mark.c and sweep.c change old/age bits; the mutator only sets remembered and
  *    wb-unprotected bits (atomically: several Ractors may run write barriers at once).
  *  - A freed slot has all of its bits cleared (sweep.c).

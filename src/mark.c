@@ -338,6 +338,10 @@ scan_in_place(mosaic_objspace_t *objspace, struct mosaic_marker *marker, VALUE o
     marker->parent = obj;
     marker->parent_old = objspace->params.generational && mosaic_old_p(obj);
     rb_gc_mark_children(objspace, obj);
+    /* An old iseq still loading stays remembered: literals announced before this trace are not
+     * in its code yet, so the trace could not see them to remember it (DESIGN section 4,
+     * "Loading iseqs"); the minor GC after the code is published traces it whole. */
+    if (RB_UNLIKELY(marker->parent_old) && mosaic_iseq_loading_p(obj)) mosaic_remember(objspace, obj);
     marker->parent = parent;
     marker->parent_old = parent_old;
     marker->nest--;

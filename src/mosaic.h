@@ -649,6 +649,26 @@ mosaic_old_p(VALUE obj)
     return mosaic_bit_test(page->old_bits, mosaic_bit_index(page, obj));
 }
 
+/* CRuby's imemo kind of a T_IMEMO: bits RUBY_FL_USHIFT.. of its flags (internal/imemo.h's
+ * imemo_type; 7 is imemo_iseq). Mosaic reads it for instruction sequences only. */
+#define MOSAIC_IMEMO_ISEQ 7
+static inline unsigned int
+mosaic_imemo_kind(VALUE obj)
+{
+    return (unsigned int)((RBASIC(obj)->flags >> RUBY_FL_USHIFT) & 0x0f);
+}
+
+/* An instruction sequence CRuby is still loading from binary: ISEQ_NOT_LOADED_YET (iseq.h:
+ * IMEMO_FL_USER1, which is RUBY_FL_USER5) is set from its allocation until compile.c's
+ * ibf_load_iseq_complete, and meanwhile its literals are announced (RB_OBJ_WRITTEN) before
+ * the code that holds them is published (DESIGN section 4, "Loading iseqs"). */
+static inline bool
+mosaic_iseq_loading_p(VALUE obj)
+{
+    return RB_BUILTIN_TYPE(obj) == T_IMEMO && mosaic_imemo_kind(obj) == MOSAIC_IMEMO_ISEQ &&
+        (RBASIC(obj)->flags & RUBY_FL_USER5);
+}
+
 /* Objects (live, zombies, garbage not swept yet) in the class, given the objects ever
  * allocated in it (`allocated`: heap->total_allocated_objects, plus what caches hold when they
  * were not flushed). Objects compaction moved across classes count where they are now. */

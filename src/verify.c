@@ -90,7 +90,7 @@ imemo_kind(VALUE obj)
     };
     static char buf[40];
     if (RB_BUILTIN_TYPE(obj) != T_IMEMO) return "";
-    unsigned kind = (unsigned)((RBASIC(obj)->flags >> RUBY_FL_USHIFT) & 0x0f);
+    unsigned kind = mosaic_imemo_kind(obj);
     snprintf(buf, sizeof buf, ", imemo %s", kind < sizeof kinds / sizeof kinds[0] ? kinds[kind] : "?");
     return buf;
 }
@@ -100,7 +100,7 @@ imemo_kind(VALUE obj)
 static bool
 imemo_iseq_p(VALUE obj)
 {
-    return RB_BUILTIN_TYPE(obj) == T_IMEMO && ((RBASIC(obj)->flags >> RUBY_FL_USHIFT) & 0x0f) == 7;
+    return RB_BUILTIN_TYPE(obj) == T_IMEMO && mosaic_imemo_kind(obj) == MOSAIC_IMEMO_ISEQ;
 }
 
 /* One edge of ctx->parent, strong or weak, as rb_gc_mark_children reports it (mark.c routes

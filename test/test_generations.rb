@@ -139,4 +139,40 @@ class TestMosaicGenerations < Test::Unit::TestCase
       keep.size
     RUBY
   end
+
+  # Found by the review of the tri-color change (twelfth session): CRuby announces a loading
+  # iseq's literals (RB_OBJ_WRITTEN) before it publishes the code that holds them (compile.c,
+  # ibf_load_code). A method whose load spans collections becomes old while it loads; a
+  # literal announced then remembers it, but a minor GC before the publication traced it
+  # without the literal and did not remember it again, so after the publication an old iseq
+  # referred to a young literal unremembered, and once the loader died a minor GC could free
+  # it. A Bignum literal: a new object at every load (a string literal is interned, and old
+  # already). In the checking build, a collection every 200 allocations puts minor GCs in that
+  # window, and the check after each reported "old ... (type 0x1a) refers to young ... (type
+  # 0xa) but is not remembered" before the fix (6 runs of 7, checked by reverting it).
+  def test_literals_of_an_iseq_loaded_from_binary_over_several_collections
+    env = checking_build? ? { "MOSAIC_STRESS_MINOR" => "200" } : {}
+    assert_gc_script(<<~'RUBY', env: env, timeout: 300)
+      $VERBOSE = nil   # each round defines the method again
+      inner, paths = 2000, 150
+      src = +"def loaded\n"
+      src << "  x = proc { [#{(0...inner).map { |i| "\"in-#{i}\"" }.join(", ")}] }\n"
+      src << "  y = 123456789012345678901234567890\n"
+      # Constant paths load their names (allocations the iseq is not told of) after the literal.
+      src << "  if y.nil?\n#{(0...paths).map { |i| "    Cns#{i}::Sub#{i}\n" }.join}  end\n"
+      src << "  [x, y]\nend\n"
+      bin = RubyVM::InstructionSequence.compile(src).to_binary
+      20.times do |r|
+        pad = Array.new(r * 37) { |i| "p#{i}" }   # shifts where the collections fall in the load
+        RubyVM::InstructionSequence.load_from_binary(bin).eval
+        pad.clear
+        Array.new(3000) { |i| "g#{i}" }   # collections after the loader died
+        x, y = loaded
+        assert_equal 123456789012345678901234567890, y
+        assert_equal "in-#{inner - 1}", x.call.last
+        Object.send(:remove_method, :loaded)
+      end
+      GC.verify_internal_consistency
+    RUBY
+  end
 end
