@@ -841,10 +841,10 @@ mosaic_mark_incremental_step(mosaic_objspace_t *objspace, size_t budget)
     return mark_stack_empty(&marker->stack);
 }
 
-/* Pushes every object that is marked and write-barrier-unprotected: its writes since it was
- * traced were not reported, so it is traced again. */
-static void
-push_marked_wb_unprotected(mosaic_objspace_t *objspace)
+/* Every object that is marked and write-barrier-unprotected: the final pause traces each again
+ * (its writes since it was traced were not reported), so between steps they count as grey. */
+void
+mosaic_marked_wb_unprotected_each(mosaic_objspace_t *objspace, void (*func)(VALUE obj, void *data), void *data)
 {
     for (int h = 0; h < MOSAIC_HEAP_COUNT; h++) {
         struct mosaic_heap *heap = &objspace->heaps[h];
@@ -855,11 +855,17 @@ push_marked_wb_unprotected(mosaic_objspace_t *objspace)
                 while (bits) {
                     int b = __builtin_ctzll(bits);
                     bits &= bits - 1;
-                    mark_stack_push(&objspace->main_marker.stack, mosaic_slot_at(page, w * 64 + (size_t)b));
+                    func(mosaic_slot_at(page, w * 64 + (size_t)b), data);
                 }
             }
         }
     }
+}
+
+static void
+push_main_i(VALUE obj, void *data)
+{
+    mark_stack_push(&((mosaic_objspace_t *)data)->main_marker.stack, obj);
 }
 
 /* The final pause: the roots again (none of them has a write barrier), then every marked
@@ -875,7 +881,7 @@ mosaic_mark_incremental_finish(mosaic_objspace_t *objspace)
     retrace_regreyed(objspace, marker);
     mark_roots(objspace);
     mark_drain(objspace);
-    push_marked_wb_unprotected(objspace);
+    mosaic_marked_wb_unprotected_each(objspace, push_main_i, objspace);
     mark_drain(objspace);
     mark_complete(objspace, true, false);
 }

@@ -771,6 +771,7 @@ void mosaic_mark_incremental_finish(mosaic_objspace_t *objspace);
 void mosaic_mark_grey(mosaic_objspace_t *objspace, VALUE obj);
 void mosaic_mark_grey_again(mosaic_objspace_t *objspace, VALUE obj);
 void mosaic_mark_stack_each(mosaic_objspace_t *objspace, void (*func)(VALUE obj, void *data), void *data);
+void mosaic_marked_wb_unprotected_each(mosaic_objspace_t *objspace, void (*func)(VALUE obj, void *data), void *data);
 size_t mosaic_verify_tricolor(mosaic_objspace_t *objspace);
 void mosaic_mark_stack_free(struct mosaic_mark_stack *stack);
 void mosaic_marker_begin(mosaic_objspace_t *objspace, struct mosaic_marker *marker, bool shared);

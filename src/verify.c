@@ -670,20 +670,7 @@ tricolor_closure(mosaic_objspace_t *objspace, struct verify_ctx *ctx)
     ctx->closure = true;
     ctx->reached = st_init_numtable();
     mosaic_mark_stack_each(objspace, closure_seed_i, ctx);
-    for (int h = 0; h < MOSAIC_HEAP_COUNT; h++) {
-        struct mosaic_heap *heap = &objspace->heaps[h];
-        for (size_t j = 0; j < heap->page_count; j++) {
-            struct mosaic_page *page = heap->pages[j];
-            for (size_t w = 0; w < MOSAIC_BITMAP_WORDS; w++) {
-                mosaic_bits_t bits = page->mark_bits[w] & page->wb_unprotected_bits[w];
-                while (bits) {
-                    int b = __builtin_ctzll(bits);
-                    bits &= bits - 1;
-                    mosaic_ptr_vec_push(&ctx->frontier, (void *)mosaic_slot_at(page, w * 64 + (size_t)b));
-                }
-            }
-        }
-    }
+    mosaic_marked_wb_unprotected_each(objspace, closure_seed_i, ctx);
     while (ctx->frontier.size > 0) {
         VALUE obj = (VALUE)ctx->frontier.items[--ctx->frontier.size];
         ctx->parent = obj;
