@@ -433,7 +433,7 @@ incremental_step_of(mosaic_objspace_t *objspace, size_t budget)
     if ((objspace->params.verify_every_step ||
          allocated - objspace->tricolor_checked_at >= mosaic_live_slots(objspace) / 4) &&
         (objspace->tricolor_checked_at = allocated, mosaic_verify_tricolor(objspace))) {
-        rb_bug("Mosaic: a marked object refers to an unmarked one no grey object reaches, between incremental steps (see above)");
+        rb_bug("Mosaic: the tri-color invariant does not hold between incremental steps (see above)");
     }
 #endif
     mosaic_gc_exit(objspace, &lev);

@@ -55,9 +55,10 @@ struct verify_ctx {
     struct mosaic_ptr_vec exivar_keys;   /* CRuby's generic ivar table's keys, sorted */
     st_table *wmap_table;            /* the WeakMap table being checked */
     VALUE wmap;
-    /* mosaic_verify_tricolor: first pass, each black parent's unmarked strong children are
-     * collected as (parent, child) pairs; second pass (`closure`), the unmarked objects
-     * reachable from the grey ones through unmarked objects are collected. */
+    /* mosaic_verify_tricolor: first pass, a black iseq's unmarked strong children are collected
+     * as (parent, child) pairs (any other black parent's are reported at once); second pass
+     * (`closure`), the unmarked objects reachable from the grey ones through unmarked objects
+     * are collected. */
     bool tricolor;
     struct mosaic_ptr_vec black_to_white;
     bool closure;
