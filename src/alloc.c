@@ -100,7 +100,9 @@ mosaic_heap_total_allocated(mosaic_objspace_t *objspace, int heap_index)
 /* ============================================================ slow path */
 
 /* A page with free slots, without growing: the fullest queued one, else by sweeping more of
- * the class (lazily), else an empty page from the pool (memory already resident). */
+ * the class (lazily), else an empty page from the pool (memory already resident). A class
+ * swept out while a major GC waits for the sweep's end helps the other classes' sweep first
+ * (sweep.c, mosaic_sweep_help): once it ends, the next refill starts that major. */
 static struct mosaic_page *
 heap_take_free_page(mosaic_objspace_t *objspace, struct mosaic_heap *heap)
 {
@@ -112,6 +114,7 @@ heap_take_free_page(mosaic_objspace_t *objspace, struct mosaic_heap *heap)
          * whole class in this one allocation. */
         if (objspace->pool && (page = mosaic_pool_take(objspace, heap)) != NULL) return page;
     }
+    if (objspace->lazy_sweeping && objspace->reserving) mosaic_sweep_help(objspace);
     return mosaic_pool_take(objspace, heap);
 }
 

@@ -134,15 +134,16 @@ mosaic_memory_after_gc(mosaic_objspace_t *objspace, unsigned int reason)
                      objspace->stats.incremental_steps - objspace->incremental_steps_at_start);
         }
         fprintf(stderr,
-                "[mosaic] gc %zu %s (%s%s): heap %.1f -> %.1f MiB live, %zuk old, %.1f MiB pages, target %.1f, pool %.1f | "
-                "malloc %.1f MiB, limit %.1f, oldmalloc %.1f/%.1f | %zu.%03zu ms\n",
+                "[mosaic] gc %zu %s (%s%s): heap %.1f -> %.1f MiB live, %zuk old, %.1f MiB pages, target %.1f, pool %.1f, step %.1f | "
+                "malloc %.1f MiB, limit %.1f, oldmalloc %.1f/%.1f | %zu.%03zu ms, gc %.0f%% of time\n",
                 objspace->stats.count, (reason & MOSAIC_REASON_FULL_MARK) ? "major" : "minor",
                 reason_name(reason), steps, mib(objspace->heap_bytes_at_gc), mib(objspace->live_bytes),
                 objspace->old_objects / 1000,
                 mib(objspace->sorted_count * MOSAIC_PAGE_SIZE), mib(objspace->heap_target_bytes),
-                mib(objspace->pool_count * MOSAIC_PAGE_SIZE), mib(objspace->malloc_bytes_at_gc),
+                mib(objspace->pool_count * MOSAIC_PAGE_SIZE), mib(mosaic_pace_growth_step(objspace)),
+                mib(objspace->malloc_bytes_at_gc),
                 mib(objspace->malloc_limit), mib(objspace->oldmalloc_held_bytes), mib(objspace->oldmalloc_limit),
-                pause_us / 1000, pause_us % 1000);
+                pause_us / 1000, pause_us % 1000, objspace->gc_time_share * 100);
     }
     size_t rss = memory_measure_overhead(objspace);
     if (rss > objspace->memory_peak.rss + objspace->memory_peak.rss / 50) {

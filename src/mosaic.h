@@ -555,6 +555,8 @@ typedef struct mosaic_objspace {
     double gc_ns_recent;             /* pace.c: GC time and all time, decaying sums */
     double all_ns_recent;
     uint64_t last_gc_end_ns;
+    uint64_t gc_ns_at_last_end;      /* pace.c: marking + sweeping time when the latest GC ended */
+    double gc_time_share;            /* pace.c: gc_ns_recent / all_ns_recent at the latest GC's end */
     bool limit_warned;
 
     /* Malloc accounting. */
@@ -804,6 +806,7 @@ struct mosaic_page *mosaic_heap_dequeue_free_page(struct mosaic_heap *heap);
 void mosaic_heap_requeue_free_pages(struct mosaic_heap *heap);
 void mosaic_sweep_prepare(mosaic_objspace_t *objspace);
 struct mosaic_page *mosaic_sweep_for_free_page(mosaic_objspace_t *objspace, struct mosaic_heap *heap);
+void mosaic_sweep_help(mosaic_objspace_t *objspace);
 void mosaic_sweep_rest(mosaic_objspace_t *objspace);
 void mosaic_sweep_finish_now(mosaic_objspace_t *objspace);
 void mosaic_sweep_page_background(mosaic_objspace_t *objspace, struct mosaic_page *page);

@@ -274,6 +274,48 @@ class TestMosaicIncremental < Test::Unit::TestCase
     RUBY
   end
 
+  # A major GC the pacer wants starts when the sweep has ended (the sweep holds pages back for
+  # it). When the class that allocates is swept out while another class that nothing allocates
+  # in still has pages to sweep (dead objects with ids there: the background sweeper leaves them
+  # to the Ruby thread), the refill sweeps them (sweep.c, mosaic_sweep_help), so the major
+  # starts. Before, the sweep stayed open and the class grew by fresh pages instead (redblack:
+  # the pool's 15 MiB and 7.6 MiB of fresh pages taken before the major began; here, with a
+  # class that may grow to its init slots without collecting, over 1000 pages and no major).
+  def test_a_class_that_runs_dry_ends_the_sweep_a_waiting_major_needs
+    omit "Mosaic's incremental marking" unless mosaic?
+    omit "the stress gate's forced collections leave the pacer no say" if ENV["MOSAIC_STRESS_MINOR"]
+    omit "the checking build verifies the heap after each GC, which ends its sweep" if checking_build?
+    # (stderr: the GC reports the variable it was given, as the default GC does when verbose.)
+    assert_gc_script(<<~'RUBY', env: ON.merge("RUBY_GC_HEAP_1_INIT_SLOTS" => "2000000"), timeout: 300, ignore_stderr: true)
+      require "objspace"
+      Node = Struct.new(:key, :value, :left, :right, :red)
+      assert_equal GC.stat_heap(1, :slot_size), ObjectSpace.memsize_of(Node.new), "Node is not in class 1"
+      tree = nil
+      100_000.times { |i| tree = Node.new(i, nil, tree) }
+      GC.start
+      6.times do
+        # Young garbage with object ids in the largest class, where nothing below allocates.
+        40.times { ("w" * 500).object_id }
+        GC.start(full_mark: false, immediate_sweep: false)
+        break if GC.latest_gc_info(:need_major_by)
+      end
+      assert_not_nil GC.latest_gc_info(:need_major_by), "no minor GC asked for a major"
+      assert_equal :sweeping, GC.latest_gc_info(:state)
+      majors = GC.stat(:major_gc_count)
+      pages = GC.stat(:total_allocated_pages)
+      chunks = 0
+      while GC.stat(:major_gc_count) == majors && chunks < 300
+        1000.times { |i| Node.new(i) }
+        chunks += 1
+      end
+      grown = GC.stat(:total_allocated_pages) - pages
+      assert_operator GC.stat(:major_gc_count), :>, majors, "no major GC began in #{chunks}k allocations (#{grown} fresh pages)"
+      assert_operator grown, :<=, 4, "fresh pages mapped while the major waited for the sweep"
+      assert_equal 100_000, (n = 0; t = tree; (n += 1; t = t.left) while t; n)
+      GC.verify_internal_consistency
+    RUBY
+  end
+
   # A program building up its data (hash-heavy's shape: nested Hashes, every one kept) fills a
   # class faster than the pace expected, so a refill finds no room while a major GC marks in
   # steps. It catches up (a step of an eighth of the mark, then a page of growth: collect.c,

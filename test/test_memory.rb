@@ -153,7 +153,8 @@ class TestMosaicMemory < Test::Unit::TestCase
                                 "3.times { GC.start }; GC.start(immediate_mark: false); 200_000.times { Object.new }; p GC.count")
     assert_predicate status, :success?, err
     # A major GC that marked in steps says how many: "(nofree, 12 steps)".
-    lines = err.lines.grep(/\A\[mosaic\] gc \d+ (major|minor) \(\w+(, \d+ steps)?\): heap .* MiB live, \d+k old, .* ms\n\z/)
+    # ... and ends with the pause and the recent share of time in GC: "| 0.113 ms, gc 23% of time".
+    lines = err.lines.grep(/\A\[mosaic\] gc \d+ (major|minor) \(\w+(, \d+ steps)?\): heap .* MiB live, \d+k old, .*, step [\d.]+ \| .* \| [\d.]+ ms, gc \d+% of time\n\z/)
     assert_equal out.to_i, lines.size, err
     assert_match(/gc \d+ major \(force\)/, err)
     assert_match(/gc \d+ major \(force, \d+ steps\)/, err)   # GC.start(immediate_mark: false)
