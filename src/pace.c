@@ -381,13 +381,14 @@ mosaic_pace_gc_time(mosaic_objspace_t *objspace, uint64_t start_ns, uint64_t end
     uint64_t since = objspace->last_gc_end_ns && end_ns > objspace->last_gc_end_ns
         ? end_ns - objspace->last_gc_end_ns : end_ns - start_ns;
     uint64_t gc_ns = end_ns - start_ns;
-    if (objspace->measure_time) {
-        uint64_t total = objspace->stats.marking_time_ns + objspace->stats.sweeping_time_ns;
-        if (total > objspace->gc_ns_at_last_end && total - objspace->gc_ns_at_last_end > gc_ns) {
-            gc_ns = total - objspace->gc_ns_at_last_end;
-        }
-        objspace->gc_ns_at_last_end = total;
+    /* The snapshot follows the counters whether or not they advance now, so time measured
+     * before GC.measure_total_time was switched off is not charged to a later interval. */
+    uint64_t total = objspace->stats.marking_time_ns + objspace->stats.sweeping_time_ns;
+    if (objspace->measure_time && total > objspace->gc_ns_at_last_end &&
+        total - objspace->gc_ns_at_last_end > gc_ns) {
+        gc_ns = total - objspace->gc_ns_at_last_end;
     }
+    objspace->gc_ns_at_last_end = total;
     if (gc_ns > since) gc_ns = since;
     objspace->gc_ns_recent = objspace->gc_ns_recent * (15.0 / 16.0) + (double)gc_ns;
     objspace->all_ns_recent = objspace->all_ns_recent * (15.0 / 16.0) + (double)since;
