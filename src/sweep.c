@@ -396,6 +396,24 @@ mosaic_sweep_rest(mosaic_objspace_t *objspace)
     update_lazy_sweeping(objspace);
 }
 
+/* The frame of a sweep from outside the GC (allocation slow path or API, VM lock held): enter
+ * the collector (other Ractors stopped), count the time as sweeping, and once out of it queue
+ * the finalizers the sweep made due. Shared by the three callers below. */
+static uint64_t
+outside_sweep_begin(mosaic_objspace_t *objspace, unsigned int *lev)
+{
+    mosaic_gc_enter(objspace, lev, true);
+    return objspace->measure_time ? mosaic_now_ns() : 0;
+}
+
+static void
+outside_sweep_end(mosaic_objspace_t *objspace, unsigned int lev, uint64_t start)
+{
+    if (objspace->measure_time) objspace->stats.sweeping_time_ns += mosaic_now_ns() - start;
+    mosaic_gc_exit(objspace, &lev);
+    after_sweep_work(objspace);
+}
+
 /* Lazy sweeping from the allocation slow path (VM lock held, outside the GC): sweeps a batch
  * of `heap`'s pages, until they hold a quarter page of free slots or MOSAIC_SWEEP_BATCH pages
  * were swept, and returns the fullest queued page, dequeued, or NULL. A batch, not one page:
@@ -411,18 +429,14 @@ mosaic_sweep_for_free_page(mosaic_objspace_t *objspace, struct mosaic_heap *heap
     unsigned int lev;
     size_t found = 0, pages = 0, want = heap->slots_per_page / 4;
 
-    mosaic_gc_enter(objspace, &lev, true);
-    uint64_t start = objspace->measure_time ? mosaic_now_ns() : 0;
+    uint64_t start = outside_sweep_begin(objspace, &lev);
     while (heap->sweep_index < heap->page_count && found < want && pages < MOSAIC_SWEEP_BATCH) {
         found += heap_sweep_step(objspace, heap);
         pages++;
     }
     struct mosaic_page *page = mosaic_heap_dequeue_free_page(heap);
     update_lazy_sweeping(objspace);
-    if (objspace->measure_time) objspace->stats.sweeping_time_ns += mosaic_now_ns() - start;
-    mosaic_gc_exit(objspace, &lev);
-
-    after_sweep_work(objspace);
+    outside_sweep_end(objspace, lev, start);
     return page;
 }
 
@@ -442,8 +456,7 @@ mosaic_sweep_help(mosaic_objspace_t *objspace)
     if (!objspace->lazy_sweeping) return;
     unsigned int lev;
     size_t pages = 0;
-    mosaic_gc_enter(objspace, &lev, true);
-    uint64_t start = objspace->measure_time ? mosaic_now_ns() : 0;
+    uint64_t start = outside_sweep_begin(objspace, &lev);
     for (int i = 0; i < MOSAIC_HEAP_COUNT && pages < MOSAIC_SWEEP_BATCH; i++) {
         struct mosaic_heap *heap = &objspace->heaps[i];
         while (heap->sweep_index < heap->page_count && pages < MOSAIC_SWEEP_BATCH) {
@@ -452,9 +465,7 @@ mosaic_sweep_help(mosaic_objspace_t *objspace)
         }
     }
     update_lazy_sweeping(objspace);
-    if (objspace->measure_time) objspace->stats.sweeping_time_ns += mosaic_now_ns() - start;
-    mosaic_gc_exit(objspace, &lev);
-    after_sweep_work(objspace);
+    outside_sweep_end(objspace, lev, start);
 }
 
 /* Finishes a pending lazy sweep from outside the GC. */
@@ -463,10 +474,7 @@ mosaic_sweep_finish_now(mosaic_objspace_t *objspace)
 {
     if (!objspace->lazy_sweeping) return;
     unsigned int lev;
-    mosaic_gc_enter(objspace, &lev, true);
-    uint64_t start = objspace->measure_time ? mosaic_now_ns() : 0;
+    uint64_t start = outside_sweep_begin(objspace, &lev);
     mosaic_sweep_rest(objspace);
-    if (objspace->measure_time) objspace->stats.sweeping_time_ns += mosaic_now_ns() - start;
-    mosaic_gc_exit(objspace, &lev);
-    after_sweep_work(objspace);
+    outside_sweep_end(objspace, lev, start);
 }
