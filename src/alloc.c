@@ -176,7 +176,10 @@ cache_refill(mosaic_objspace_t *objspace, struct mosaic_cache *cache, size_t hea
          * sweep has the room: look again. */
         if (!page && !collected && objspace->incremental_marking && mosaic_incremental_catch_up(objspace)) {
             if (!objspace->incremental_marking) continue;
-            if (!mosaic_pace_over_limit(objspace)) page = heap_grow(objspace, heap, true);
+            if (!mosaic_pace_over_limit(objspace)) {
+                page = heap_grow(objspace, heap, true);
+                if (page) heap->catch_up_slots += page->total_slots;
+            }
         }
         if (!page && !collected && !objspace->dont_gc) {
             collected = true;

@@ -373,6 +373,7 @@ set_mark_pace(mosaic_objspace_t *objspace)
     objspace->mark_per_slot = free >= 1 ? 2.0 * live / free : live;
     objspace->mark_live_estimate = live;
     objspace->mark_catch_ups = 0;
+    for (int i = 0; i < MOSAIC_HEAP_COUNT; i++) objspace->heaps[i].catch_up_slots = 0;
 }
 
 static void incremental_step_of(mosaic_objspace_t *objspace, size_t budget);

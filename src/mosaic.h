@@ -201,6 +201,8 @@ struct mosaic_heap {
     size_t total_slots;
     size_t allocatable_slots;        /* this class's own growth budget (pace.c) */
     size_t major_target_slots;       /* pace.c: what minor GCs may grow the class to */
+    size_t catch_up_slots;           /* slots the current mark's catch-up steps added (alloc.c);
+                                      * the growth that mark grants counts them (pace.c) */
     size_t freeable_pages;           /* pace.c: empty pages this sweep returns to the OS, not the pool */
     size_t used_slots_at_gc;         /* allocated and not freed when the latest GC started */
     size_t marked_slots;             /* marked in the latest cycle */

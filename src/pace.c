@@ -11,7 +11,9 @@
  *   if free < total * free_slots_min_ratio (0.20), the class asks for
  *       grow = total * (f - 1) slots, f = clamp((live / total) / (1 - free_slots_goal_ratio), 1, growth_factor)
  *     so that after growing, free / total = goal (0.40), and never more than growth_factor
- *     (1.8) times the class; growth_max_slots caps it; at least one page.
+ *     (1.8) times the class; growth_max_slots caps it; at least one page. Pages the mark's
+ *     catch-up steps added to the class (catch_up_slots, alloc.c) are growth taken early: the
+ *     ask is computed on total less them, then reduced by them (DESIGN section 10).
  *   The asks of all classes, in page bytes, form the shared budget (allocatable_bytes) that
  *   any class may map fresh pages from. A class below its init slots always keeps its own
  *   budget up to them (RUBY_GC_HEAP_<i>_INIT_SLOTS: no GC before that many objects).
@@ -321,9 +323,15 @@ mosaic_pace_after_mark(mosaic_objspace_t *objspace)
             heap->freeable_pages = total > keep ? (total - keep) / heap->slots_per_page : 0;
         }
 
+        /* Pages the mark's catch-up steps added (alloc.c) were growth taken ahead of this
+         * decision: the class asks as if it had not taken them, less what it took. */
+        size_t caught_up = heap->catch_up_slots < total ? heap->catch_up_slots : 0;
+        heap->catch_up_slots = 0;
         if (free >= mosaic_scale(total, params->free_slots_min_ratio) && total > 0) continue;
-        size_t grow = growth_ask(params, total, live);
+        size_t grow = growth_ask(params, total - caught_up, live);
         if (grow < heap->slots_per_page) grow = heap->slots_per_page;
+        grow = grow > caught_up ? grow - caught_up : 0;
+        if (grow == 0) continue;
         if (grow_minor) {
             /* Collect before grow (see the top of this file). */
             bool over_target = live > heap->major_target_slots;
