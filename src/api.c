@@ -477,7 +477,7 @@ rb_gc_impl_obj_flags(void *objspace_ptr, VALUE obj, ID *flags, size_t max)
         id_remembered = rb_intern("remembered");
     }
     struct mosaic_page *page = mosaic_page_of(obj);
-    size_t bit = mosaic_bit_index(page, obj);
+    size_t bit = mosaic_bit_index(obj);
     if (!mosaic_bit_test(page->wb_unprotected_bits, bit) && n < max) flags[n++] = id_wb_protected;
     if (mosaic_bit_test(page->old_bits, bit) && n < max) flags[n++] = id_old;
     if (mosaic_bit_test(page->remembered_bits, bit) && n < max) flags[n++] = id_remembered;
@@ -506,7 +506,7 @@ rb_gc_impl_garbage_object_p(void *objspace_ptr, VALUE obj)
     }
     if (!objspace->lazy_sweeping) return false;
     struct mosaic_page *page = mosaic_page_of(obj);
-    return page->before_sweep && !mosaic_bit_test(page->mark_bits, mosaic_bit_index(page, obj));
+    return page->before_sweep && !mosaic_bit_test(page->mark_bits, mosaic_bit_index(obj));
 }
 
 void
@@ -523,7 +523,7 @@ void
 rb_gc_impl_copy_attributes(void *objspace_ptr, VALUE dest, VALUE obj)
 {
     struct mosaic_page *page = mosaic_page_of(obj);
-    if (mosaic_bit_test(page->wb_unprotected_bits, mosaic_bit_index(page, obj))) {
+    if (mosaic_bit_test(page->wb_unprotected_bits, mosaic_bit_index(obj))) {
         rb_gc_impl_writebarrier_unprotect(objspace_ptr, dest);
     }
     rb_gc_impl_copy_finalizer(objspace_ptr, dest, obj);

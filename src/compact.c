@@ -128,7 +128,7 @@ static void
 move_object(mosaic_objspace_t *objspace, VALUE src, VALUE dest)
 {
     struct mosaic_page *sp = mosaic_page_of(src), *dp = mosaic_page_of(dest);
-    size_t sb = mosaic_bit_index(sp, src), db = mosaic_bit_index(dp, dest);
+    size_t sb = mosaic_bit_index(src), db = mosaic_bit_index(dest);
     size_t src_size = sp->slot_size, dest_size = dp->slot_size;
     MOSAIC_ASSERT(RBASIC(dest)->flags == 0);
 

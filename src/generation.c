@@ -28,7 +28,7 @@ void
 mosaic_remember(mosaic_objspace_t *objspace, VALUE obj)
 {
     struct mosaic_page *page = mosaic_page_of(obj);
-    size_t bit = mosaic_bit_index(page, obj);
+    size_t bit = mosaic_bit_index(obj);
     if (!mosaic_bit_test(page->remembered_bits, bit)) mosaic_bit_set_atomic(page->remembered_bits, bit);
 }
 
@@ -40,7 +40,7 @@ mosaic_remember(mosaic_objspace_t *objspace, VALUE obj)
  * `b` in it). Greying takes the VM lock without the barrier: several Ractors run write
  * barriers, and the mark stack is one; the state is read again under the lock (another
  * Ractor's step may have ended the marking before this thread got it). */
-static void
+static __attribute__((noinline, cold)) void
 writebarrier_incremental(mosaic_objspace_t *objspace, VALUE a, VALUE b)
 {
     if (!mosaic_marked_p(a) || mosaic_marked_p(b)) return;
@@ -66,7 +66,7 @@ mosaic_writebarrier_unprotect(mosaic_objspace_t *objspace, VALUE obj)
 {
     if (RB_SPECIAL_CONST_P(obj)) return;
     struct mosaic_page *page = mosaic_page_of(obj);
-    size_t bit = mosaic_bit_index(page, obj);
+    size_t bit = mosaic_bit_index(obj);
     if (!mosaic_bit_test(page->wb_unprotected_bits, bit)) mosaic_bit_set_atomic(page->wb_unprotected_bits, bit);
 }
 

@@ -431,7 +431,7 @@ mosaic_pointer_to_slot_p(mosaic_objspace_t *objspace, const void *ptr)
     if (!page) return false;
     if (p < page->start) return false;
     /* Divide by multiplying: exact for every offset inside a page (slot_recip_check). */
-    size_t i = mosaic_bit_index(page, (VALUE)p);
+    size_t i = mosaic_bit_index((VALUE)p);
     return i < page->total_slots && mosaic_slot_at(page, i) == (VALUE)p;
 }
 
@@ -463,6 +463,9 @@ page_layout(struct mosaic_page *page, struct mosaic_heap *heap)
     page->total_slots = (uint32_t)heap->slots_per_page;
     page->free_slots = page->total_slots;
     page->start = (uintptr_t)page->body + heap->start_offset;
+    struct mosaic_page_header *header = (struct mosaic_page_header *)page->body;
+    header->slot_recip = page->slot_recip;
+    header->start_offset = (uint32_t)heap->start_offset;
     page->final_slots = 0;
     page->free_next = NULL;
     /* A page created during lazy sweeping counts as swept: the sweeper skips it. */
@@ -543,7 +546,7 @@ mosaic_page_new(mosaic_objspace_t *objspace, struct mosaic_heap *heap)
         return NULL;
     }
 
-    *(struct mosaic_page **)body = page;
+    ((struct mosaic_page_header *)body)->page = page;
     page_layout(page, heap);
     heap_add_page(heap, page);
     heap->total_allocated_pages++;

@@ -402,7 +402,7 @@ mosaic_mark(mosaic_objspace_t *objspace, VALUE obj, bool pin)
 #endif
 
     struct mosaic_page *page = mosaic_page_of(obj);
-    size_t bit = mosaic_bit_index(page, obj);
+    size_t bit = mosaic_bit_index(obj);
     bool shared = marker->shared;
     if (pin && !mosaic_bit_test(page->pinned_bits, bit)) bit_set(page->pinned_bits, bit, shared);
     if (mark_bit_claim(page->mark_bits, bit, shared)) {
@@ -893,7 +893,7 @@ void
 mosaic_mark_grey(mosaic_objspace_t *objspace, VALUE obj)
 {
     struct mosaic_page *page = mosaic_page_of(obj);
-    size_t bit = mosaic_bit_index(page, obj);
+    size_t bit = mosaic_bit_index(obj);
     if (!mark_bit_claim(page->mark_bits, bit, true)) return;
     objspace->main_marker.marked_by_heap[page->heap - objspace->heaps]++;
     if (objspace->aging) age_and_promote(page, bit, true);

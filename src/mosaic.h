@@ -5,12 +5,15 @@
  * structures, the per-Ractor allocation cache, and the bit helpers for side bitmaps.
  *
  * Invariants kept here (see docs/DESIGN.md for the why):
- *  - A page body is MOSAIC_PAGE_SIZE bytes, aligned to MOSAIC_PAGE_SIZE. Its first word
- *    points to its struct mosaic_page, so page_of(obj) is a mask and a load.
+ *  - A page body is MOSAIC_PAGE_SIZE bytes, aligned to MOSAIC_PAGE_SIZE. It starts with a
+ *    struct mosaic_page_header: a pointer to its struct mosaic_page, so page_of(obj) is a mask
+ *    and a load, and copies of the page's slot_recip and start offset (page->start - body).
  *  - A slot's bit in a side bitmap is its slot number on its page, (addr - page->start) /
  *    page->slot_size, computed with the page's reciprocal (mosaic_bit_index): exact for every
  *    offset inside a page, so a slot size need not divide anything (any multiple of 8 bytes,
  *    at least MOSAIC_BASE_SLOT_SIZE). Bits at or beyond page->total_slots stay clear.
+ *    mosaic_bit_index reads the body's header, not the page struct: the line page_of loads
+ *    anyway, so a bit test touches two cache lines (header, bitmap word), not three.
  *  - GC state (mark, pin, wb-unprotected, ...) lives only in the page's side bitmaps, which
  *    are malloc'd apart from the body: a collection never writes to an object header except
  *    to free the object.
@@ -33,6 +36,11 @@
 #include "ruby/st.h"
 #include "gc/gc.h"
 #include "gc/gc_impl.h"
+
+/* Everything declared below is internal to the library: hidden, so calls between Mosaic's files
+ * are direct (no PLT stub, no GOT load) and only the rb_gc_impl_* entry points, declared above
+ * by gc/gc_impl.h, are exported. */
+#pragma GCC visibility push(hidden)
 
 #ifndef RBOOL
 # define RBOOL(v) ((v) ? Qtrue : Qfalse)
@@ -576,10 +584,28 @@ typedef struct mosaic_objspace {
 
 /* ------------------------------------------------------------ bit helpers */
 
+/* The first bytes of every page body (within MOSAIC_PAGE_HEADER_SIZE; heap.c writes it when it
+ * creates a page and when it lays one out for a class). The two copies equal the page struct's
+ * slot_recip and start - body (verify.c checks): finding an object's page and its slot number
+ * then reads this one cache line. */
+struct mosaic_page_header {
+    struct mosaic_page *page;
+    uint32_t slot_recip;
+    uint32_t start_offset;
+};
+
+_Static_assert(sizeof(struct mosaic_page_header) <= MOSAIC_PAGE_HEADER_SIZE, "the page header must fit before the first slot");
+
+static inline const struct mosaic_page_header *
+mosaic_page_header_of(VALUE obj)
+{
+    return (const struct mosaic_page_header *)((uintptr_t)obj & MOSAIC_PAGE_MASK);
+}
+
 static inline struct mosaic_page *
 mosaic_page_of(VALUE obj)
 {
-    return *(struct mosaic_page **)((uintptr_t)obj & MOSAIC_PAGE_MASK);
+    return mosaic_page_header_of(obj)->page;
 }
 
 /* ceil(2^32 / slot_size). Why it is exact: with r = this and e = r * d - 2^32 (0 <= e < d),
@@ -595,9 +621,11 @@ mosaic_slot_recip(size_t slot_size)
 
 /* The slot number of obj on its page: its bit in every side bitmap. obj is a slot's start. */
 static inline size_t
-mosaic_bit_index(const struct mosaic_page *page, VALUE obj)
+mosaic_bit_index(VALUE obj)
 {
-    return (size_t)(((uint64_t)((uintptr_t)obj - page->start) * page->slot_recip) >> 32);
+    const struct mosaic_page_header *header = mosaic_page_header_of(obj);
+    uintptr_t offset = (uintptr_t)obj - (uintptr_t)header - header->start_offset;
+    return (size_t)(((uint64_t)offset * header->slot_recip) >> 32);
 }
 
 /* The slot with number (bit) i on page. */
@@ -643,14 +671,14 @@ static inline bool
 mosaic_marked_p(VALUE obj)
 {
     const struct mosaic_page *page = mosaic_page_of(obj);
-    return mosaic_bit_test(page->mark_bits, mosaic_bit_index(page, obj));
+    return mosaic_bit_test(page->mark_bits, mosaic_bit_index(obj));
 }
 
 static inline bool
 mosaic_old_p(VALUE obj)
 {
     const struct mosaic_page *page = mosaic_page_of(obj);
-    return mosaic_bit_test(page->old_bits, mosaic_bit_index(page, obj));
+    return mosaic_bit_test(page->old_bits, mosaic_bit_index(obj));
 }
 
 /* CRuby's imemo kind of a T_IMEMO: bits RUBY_FL_USHIFT.. of its flags (internal/imemo.h's
@@ -951,5 +979,7 @@ bool mosaic_weak_index_insert(struct mosaic_weak_index *index, VALUE *ptr, size_
 bool mosaic_weak_index_remove(struct mosaic_weak_index *index, VALUE *ptr, size_t *pos);
 void mosaic_weak_index_build(struct mosaic_weak_index *index, struct mosaic_ptr_vec *list);
 void mosaic_weak_index_reset(struct mosaic_weak_index *index);
+
+#pragma GCC visibility pop
 
 #endif /* MOSAIC_H */

@@ -269,7 +269,9 @@ verify_page(struct verify_ctx *ctx, struct mosaic_page *page, size_t *live, size
     }
     if (page->slot_size != page->heap->slot_size || page->total_slots != page->heap->slots_per_page ||
             page->slot_recip != mosaic_slot_recip(page->slot_size) ||
-            page->start != (uintptr_t)page->body + page->heap->start_offset) {
+            page->start != (uintptr_t)page->body + page->heap->start_offset ||
+            mosaic_page_header_of((VALUE)page->start)->slot_recip != page->slot_recip ||
+            mosaic_page_header_of((VALUE)page->start)->start_offset != page->start - (uintptr_t)page->body) {
         report(ctx, "page %p: laid out for %u-byte slots (%u of them), its class has %zu-byte slots",
                (void *)page->body, page->slot_size, page->total_slots, page->heap->slot_size);
         return;
@@ -334,7 +336,7 @@ verify_page(struct verify_ctx *ctx, struct mosaic_page *page, size_t *live, size
         }
         verify_object_tables(ctx, obj, false);
         if (RB_BUILTIN_TYPE(obj) == T_DATA) verify_weakmap(ctx, obj);
-        size_t bit = mosaic_bit_index(page, obj);
+        size_t bit = mosaic_bit_index(obj);
         ctx->parent = obj;
         ctx->parent_needs_barrier = ctx->objspace->params.generational &&
             mosaic_bit_test(page->old_bits, bit) &&
