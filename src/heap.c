@@ -463,9 +463,11 @@ page_layout(struct mosaic_page *page, struct mosaic_heap *heap)
     page->total_slots = (uint32_t)heap->slots_per_page;
     page->free_slots = page->total_slots;
     page->start = (uintptr_t)page->body + heap->start_offset;
+    /* Written only when they change (a page of another class): a pooled page of the same
+     * class keeps its body untouched until a slot is allocated. */
     struct mosaic_page_header *header = (struct mosaic_page_header *)page->body;
-    header->slot_recip = page->slot_recip;
-    header->start_offset = (uint32_t)heap->start_offset;
+    if (header->slot_recip != page->slot_recip) header->slot_recip = page->slot_recip;
+    if (header->start_offset != heap->start_offset) header->start_offset = (uint32_t)heap->start_offset;
     page->final_slots = 0;
     page->free_next = NULL;
     /* A page created during lazy sweeping counts as swept: the sweeper skips it. */

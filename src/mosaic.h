@@ -87,7 +87,8 @@ extern int mosaic_heap_count;
  * (RARRAY_EMBED_LEN_MAX, 127), and embeds an array whenever its slot holds its capacity, so a
  * slot above offsetof(struct RArray, as.ary) + 127 * 8 = 1032 bytes would overflow that field. */
 #define MOSAIC_MAX_SLOT_SIZE    1032
-/* The first slot starts one base slot into the body; the word before it holds the page pointer.
+/* The first slot starts one base slot into the body, after the body's header (struct
+ * mosaic_page_header: the page pointer, and copies of the slot reciprocal and start offset).
  * A class whose slot size is a multiple of a cache line starts at MOSAIC_LINE_SIZE instead, so
  * that none of its slots straddles a line (heap.c, heap_start_offset). */
 #define MOSAIC_PAGE_HEADER_SIZE MOSAIC_BASE_SLOT_SIZE

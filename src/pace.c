@@ -13,7 +13,8 @@
  *     so that after growing, free / total = goal (0.40), and never more than growth_factor
  *     (1.8) times the class; growth_max_slots caps it; at least one page. Pages the mark's
  *     catch-up steps added to the class (catch_up_slots, alloc.c) are growth taken early: the
- *     ask is computed on total less them, then reduced by them (DESIGN section 10).
+ *     ask is computed on total less them, then reduced by them, so it may be none at all
+ *     (DESIGN section 10).
  *   The asks of all classes, in page bytes, form the shared budget (allocatable_bytes) that
  *   any class may map fresh pages from. A class below its init slots always keeps its own
  *   budget up to them (RUBY_GC_HEAP_<i>_INIT_SLOTS: no GC before that many objects).
@@ -325,7 +326,7 @@ mosaic_pace_after_mark(mosaic_objspace_t *objspace)
 
         /* Pages the mark's catch-up steps added (alloc.c) were growth taken ahead of this
          * decision: the class asks as if it had not taken them, less what it took. */
-        size_t caught_up = heap->catch_up_slots < total ? heap->catch_up_slots : 0;
+        size_t caught_up = heap->catch_up_slots < total ? heap->catch_up_slots : total;
         heap->catch_up_slots = 0;
         if (free >= mosaic_scale(total, params->free_slots_min_ratio) && total > 0) continue;
         size_t grow = growth_ask(params, total - caught_up, live);
