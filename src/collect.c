@@ -243,6 +243,7 @@ mosaic_collect(mosaic_objspace_t *objspace, unsigned int reason)
     mosaic_mark_phase(objspace, full);
     uint64_t mark_ns = mark_start ? mosaic_now_ns() - mark_start : 0;
     if (measure) objspace->stats.marking_time_ns += mark_ns;
+    objspace->latest_mark_ns = mark_ns;
     rb_gc_event_hook(0, RUBY_INTERNAL_EVENT_GC_END_MARK);
     objspace->gc_state = MOSAIC_STATE_SWEEPING;
 

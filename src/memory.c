@@ -128,10 +128,20 @@ mosaic_memory_after_gc(mosaic_objspace_t *objspace, unsigned int reason)
     if (params->trace) {
         size_t pause_us = (size_t)((mosaic_now_ns() - objspace->gc_start_ns) / 1000);
         /* A major GC marked in steps ends at its final pause: how many steps it took. */
-        char steps[48] = "";
+        char steps[80] = "";
         if (objspace->marked_in_steps) {
             snprintf(steps, sizeof(steps), ", %zu steps",
                      objspace->stats.incremental_steps - objspace->incremental_steps_at_start);
+        }
+        else if (objspace->latest_mark_ns) {
+            /* Marked at once: the mark's share of the pause, and for a minor GC the objects it
+             * traced from the remembered set (remembered, or old and wb-unprotected). */
+            size_t mark_us = (size_t)(objspace->latest_mark_ns / 1000);
+            int n = snprintf(steps, sizeof(steps), ", mark %zu.%03zu ms", mark_us / 1000, mark_us % 1000);
+            if (!(reason & MOSAIC_REASON_FULL_MARK) && n > 0 && (size_t)n < sizeof(steps)) {
+                snprintf(steps + n, sizeof(steps) - (size_t)n, ", %zuk rescanned",
+                         objspace->stats.remembered_rescanned / 1000);
+            }
         }
         fprintf(stderr,
                 "[mosaic] gc %zu %s (%s%s): heap %.1f -> %.1f MiB live, %zuk old, %.1f MiB pages, target %.1f, pool %.1f, step %.1f | "

@@ -152,12 +152,16 @@ class TestMosaicMemory < Test::Unit::TestCase
     out, err, status = run_with({ "MOSAIC_TRACE" => "1", "MOSAIC_INCREMENTAL" => "1" },
                                 "3.times { GC.start }; GC.start(immediate_mark: false); 200_000.times { Object.new }; p GC.count")
     assert_predicate status, :success?, err
-    # A major GC that marked in steps says how many: "(nofree, 12 steps)".
+    # A major GC that marked in steps says how many: "(nofree, 12 steps)"; a GC that marked at
+    # once, how long the mark took, and a minor GC how many objects it traced from the
+    # remembered set: "(newobj, mark 1.204 ms, 3k rescanned)".
     # ... and ends with the pause and the recent share of time in GC: "| 0.113 ms, gc 23% of time".
-    lines = err.lines.grep(/\A\[mosaic\] gc \d+ (major|minor) \(\w+(, \d+ steps)?\): heap .* MiB live, \d+k old, .*, step [\d.]+ \| .* \| [\d.]+ ms, gc \d+% of time\n\z/)
+    kind = /\(\w+(, \d+ steps|, mark [\d.]+ ms(, \d+k rescanned)?)?\)/
+    lines = err.lines.grep(/\A\[mosaic\] gc \d+ (major|minor) #{kind}: heap .* MiB live, \d+k old, .*, step [\d.]+ \| .* \| [\d.]+ ms, gc \d+% of time\n\z/)
     assert_equal out.to_i, lines.size, err
-    assert_match(/gc \d+ major \(force\)/, err)
+    assert_match(/gc \d+ major \(force, mark [\d.]+ ms\)/, err)
     assert_match(/gc \d+ major \(force, \d+ steps\)/, err)   # GC.start(immediate_mark: false)
+    assert_match(/gc \d+ minor \(newobj, mark [\d.]+ ms, \d+k rescanned\)/, err)
   end
 
   def test_memory_report_at_exit
