@@ -70,6 +70,14 @@
 /* The auto-compaction policy when MOSAIC_AUTO_COMPACT is not set: off, by benchmark (DESIGN 5b,
  * "Deciding the default"). A benchmark variant may build with another:
  * make variant NAME=x OPT='-O3 -g -DMOSAIC_CHECK=0 -DMOSAIC_AUTO_COMPACT_DEFAULT=MOSAIC_AUTO_COMPACT_FRAGMENTATION'. */
+/* Benchmark variants may also build with other thread defaults (DESIGN section 11, "Measured
+ * against the mutator"): -DMOSAIC_GC_THREADS_DEFAULT=1, -DMOSAIC_BACKGROUND_SWEEP_DEFAULT=0. */
+#ifndef MOSAIC_GC_THREADS_DEFAULT
+# define MOSAIC_GC_THREADS_DEFAULT 0   /* 0: one per core, at most 8 */
+#endif
+#ifndef MOSAIC_BACKGROUND_SWEEP_DEFAULT
+# define MOSAIC_BACKGROUND_SWEEP_DEFAULT 1
+#endif
 #ifndef MOSAIC_AUTO_COMPACT_DEFAULT
 # define MOSAIC_AUTO_COMPACT_DEFAULT MOSAIC_AUTO_COMPACT_OFF
 #endif
@@ -100,8 +108,9 @@ mosaic_params_defaults(struct mosaic_params *params)
      * they bring on the heaps measured). */
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     params->gc_threads = cores < 1 ? 1 : cores > 8 ? 8 : (unsigned int)cores;
+    if (MOSAIC_GC_THREADS_DEFAULT > 0) params->gc_threads = MOSAIC_GC_THREADS_DEFAULT;
     params->parallel_mark_min = 100000;
-    params->background_sweep = params->gc_threads > 1;
+    params->background_sweep = MOSAIC_BACKGROUND_SWEEP_DEFAULT && params->gc_threads > 1;
     params->incremental = true;    /* measured: pauses down, memory a little up (DESIGN section 10) */
     params->incremental_min = 10000;
     params->mark_step_min = 4096;
@@ -254,7 +263,7 @@ mosaic_params_from_env(struct mosaic_params *params)
     }
     env_size("MOSAIC_PARALLEL_MARK_MIN", &params->parallel_mark_min, 0);
     /* On when there is a core for it (the GC threads' count says how many the GC may use). */
-    params->background_sweep = params->gc_threads > 1;
+    params->background_sweep = MOSAIC_BACKGROUND_SWEEP_DEFAULT && params->gc_threads > 1;
     size_t background_sweep = params->background_sweep;
     if (env_size("MOSAIC_BACKGROUND_SWEEP", &background_sweep, 0)) params->background_sweep = background_sweep != 0;
 #if MOSAIC_SIZE_HISTOGRAM
