@@ -250,7 +250,6 @@ mosaic_collect(mosaic_objspace_t *objspace, unsigned int reason)
     /* 4b. The fragmentation policy (compact.c): compact the classes a packing would free
      *     pages of, with a move budget derived from this mark's time. */
     if (by_fragmentation) {
-        objspace->compact_mark_ns = mark_ns;
         if (mosaic_compact_select(objspace)) {
             compact = true;
             objspace->compact_trigger = MOSAIC_COMPACT_BY_FRAGMENTATION;

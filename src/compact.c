@@ -542,7 +542,7 @@ mosaic_compact_select(mosaic_objspace_t *objspace)
     }
     if (!classes) return false;
     double move_ns = objspace->compact_move_ns > 0 ? objspace->compact_move_ns : MOSAIC_COMPACT_MOVE_NS_GUESS;
-    double budget = objspace->params.compact_pause_fraction * (double)objspace->compact_mark_ns / move_ns;
+    double budget = objspace->params.compact_pause_fraction * (double)objspace->latest_mark_ns / move_ns;
     objspace->compact_classes = classes;
     objspace->compact_budget = budget < MOSAIC_COMPACT_MIN_MOVES ? MOSAIC_COMPACT_MIN_MOVES
         : budget >= (double)MOSAIC_SIZE_MAX ? MOSAIC_SIZE_MAX : (size_t)budget;

@@ -67,10 +67,7 @@
 
 #include "mosaic.h"
 
-/* The auto-compaction policy when MOSAIC_AUTO_COMPACT is not set: off, by benchmark (DESIGN 5b,
- * "Deciding the default"). A benchmark variant may build with another:
- * make variant NAME=x OPT='-O3 -g -DMOSAIC_CHECK=0 -DMOSAIC_AUTO_COMPACT_DEFAULT=MOSAIC_AUTO_COMPACT_FRAGMENTATION'. */
-/* Benchmark variants may also build with other thread defaults (DESIGN section 11, "Measured
+/* Benchmark variants may build with other thread defaults (DESIGN section 11, "Measured
  * against the mutator"): -DMOSAIC_GC_THREADS_DEFAULT=1, -DMOSAIC_BACKGROUND_SWEEP_DEFAULT=0. */
 #ifndef MOSAIC_GC_THREADS_DEFAULT
 # define MOSAIC_GC_THREADS_DEFAULT 0   /* 0: one per core, at most 8 */
@@ -78,6 +75,9 @@
 #ifndef MOSAIC_BACKGROUND_SWEEP_DEFAULT
 # define MOSAIC_BACKGROUND_SWEEP_DEFAULT 1
 #endif
+/* The auto-compaction policy when MOSAIC_AUTO_COMPACT is not set: off, by benchmark (DESIGN 5b,
+ * "Deciding the default"). A benchmark variant may build with another:
+ * make variant NAME=x OPT='-O3 -g -DMOSAIC_CHECK=0 -DMOSAIC_AUTO_COMPACT_DEFAULT=MOSAIC_AUTO_COMPACT_FRAGMENTATION'. */
 #ifndef MOSAIC_AUTO_COMPACT_DEFAULT
 # define MOSAIC_AUTO_COMPACT_DEFAULT MOSAIC_AUTO_COMPACT_OFF
 #endif

@@ -518,8 +518,8 @@ typedef struct mosaic_objspace {
     int compact_trigger;             /* enum mosaic_compact_trigger */
     unsigned int compact_classes;    /* bit h: class h takes part (all for every trigger but fragmentation) */
     size_t compact_budget;           /* most objects the compaction may move; SIZE_MAX: no bound */
-    uint64_t compact_mark_ns;        /* the mark time of the cycle the budget is derived from */
-    uint64_t latest_mark_ns;         /* the latest mark done at once (MOSAIC_TRACE; 0 when not measured) */
+    uint64_t latest_mark_ns;         /* the latest mark done at once: MOSAIC_TRACE, and the fragmentation
+                                      * policy's move budget (measured then even with GC time off; else 0) */
     double compact_move_ns;          /* measured cost of one move, ns (moving average) */
     uint64_t compact_update_ns;      /* the latest compaction's reference-update pass, ns */
     double compact_occupancy[MOSAIC_HEAP_MAX];     /* per class, as measured after the mark */
