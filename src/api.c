@@ -506,7 +506,7 @@ rb_gc_impl_garbage_object_p(void *objspace_ptr, VALUE obj)
     }
     if (!objspace->lazy_sweeping) return false;
     struct mosaic_page *page = mosaic_page_of(obj);
-    return page->before_sweep && !mosaic_bit_test(page->mark_bits, mosaic_bit_index(obj));
+    return page->cycle->before_sweep && !mosaic_bit_test(page->mark_bits, mosaic_bit_index(obj));
 }
 
 void

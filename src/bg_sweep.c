@@ -80,7 +80,7 @@ sweeper_main(void *arg)
             struct mosaic_page *page = __atomic_exchange_n(&bg->pages[i], NULL, __ATOMIC_ACQ_REL);
             if (!page) continue;
             mosaic_sweep_page_background(bg->objspace, page);
-            __atomic_store_n(&page->bg_done, true, __ATOMIC_RELEASE);
+            __atomic_store_n(&page->cycle->bg_done, true, __ATOMIC_RELEASE);
             swept++;
         }
         uint64_t cpu = mosaic_thread_cpu_ns() - cpu_start;
@@ -159,8 +159,8 @@ mosaic_bg_sweep_init(mosaic_objspace_t *objspace)
 static void
 list_page(struct mosaic_bg_sweep *bg, struct mosaic_page *page)
 {
-    page->bg_slot = MOSAIC_BG_UNLISTED;
-    page->bg_done = false;
+    page->cycle->bg_slot = MOSAIC_BG_UNLISTED;
+    page->cycle->bg_done = false;
     if (page->final_slots > 0) return;
     if (bg->count == bg->capa) {
         size_t capa = bg->capa ? bg->capa * 2 : 1024;
@@ -169,7 +169,7 @@ list_page(struct mosaic_bg_sweep *bg, struct mosaic_page *page)
         bg->pages = pages;
         bg->capa = capa;
     }
-    page->bg_slot = (uint32_t)bg->count;
+    page->cycle->bg_slot = (uint32_t)bg->count;
     bg->pages[bg->count++] = page;
 }
 
@@ -184,7 +184,7 @@ mosaic_bg_sweep_list(mosaic_objspace_t *objspace)
     if (!bg) {
         for (int i = 0; i < MOSAIC_HEAP_COUNT; i++) {
             struct mosaic_heap *heap = &objspace->heaps[i];
-            for (size_t j = 0; j < heap->page_count; j++) heap->pages[j]->bg_slot = MOSAIC_BG_UNLISTED;
+            for (size_t j = 0; j < heap->page_count; j++) heap->pages[j]->cycle->bg_slot = MOSAIC_BG_UNLISTED;
         }
         return;
     }
@@ -301,11 +301,11 @@ bool
 mosaic_bg_sweep_claim(mosaic_objspace_t *objspace, struct mosaic_page *page)
 {
     struct mosaic_bg_sweep *bg = objspace->bg_sweep;
-    if (!bg || page->bg_slot == MOSAIC_BG_UNLISTED) return true;
-    if (__atomic_exchange_n(&bg->pages[page->bg_slot], NULL, __ATOMIC_ACQ_REL)) return true;
+    if (!bg || page->cycle->bg_slot == MOSAIC_BG_UNLISTED) return true;
+    if (__atomic_exchange_n(&bg->pages[page->cycle->bg_slot], NULL, __ATOMIC_ACQ_REL)) return true;
     /* The thread has it: one page's work, so wait without sleeping. */
     unsigned int spins = 0;
-    while (!__atomic_load_n(&page->bg_done, __ATOMIC_ACQUIRE)) {
+    while (!__atomic_load_n(&page->cycle->bg_done, __ATOMIC_ACQUIRE)) {
         if (++spins % 64 == 0) sched_yield();
     }
     return false;

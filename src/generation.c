@@ -98,13 +98,15 @@ mosaic_minor_mark_start(mosaic_objspace_t *objspace, void (*push)(mosaic_objspac
         for (size_t j = 0; j < heap->page_count; j++) {
             struct mosaic_page *page = heap->pages[j];
             for (size_t w = 0; w < MOSAIC_BITMAP_WORDS; w++) {
+                /* Written only where they change (MOSAIC_STORE_CHANGED): after Process.warmup
+                 * a forked child's minor GC finds most pages' bits as they are to be. */
                 mosaic_bits_t old = page->old_bits[w];
-                page->mark_bits[w] = old;
-                page->pinned_bits[w] = 0;
+                MOSAIC_STORE_CHANGED(page->mark_bits[w], old);
+                MOSAIC_STORE_CHANGED(page->pinned_bits[w], 0);
                 marked += __builtin_popcountll(old);
 
                 mosaic_bits_t rescan = page->remembered_bits[w] | (old & page->wb_unprotected_bits[w]);
-                page->remembered_bits[w] = 0;
+                MOSAIC_STORE_CHANGED(page->remembered_bits[w], 0);
                 while (rescan) {
                     int b = __builtin_ctzll(rescan);
                     rescan &= rescan - 1;
@@ -182,7 +184,7 @@ mosaic_promote_all(mosaic_objspace_t *objspace)
         for (size_t i = 0; i < page->total_slots; i++) {
             VALUE obj = mosaic_slot_at(page, i);
             if (RBASIC(obj)->flags == 0 || RB_BUILTIN_TYPE(obj) == T_ZOMBIE) continue;
-            if (page->before_sweep && !mosaic_bit_test(page->mark_bits, i)) continue;
+            if (page->cycle->before_sweep && !mosaic_bit_test(page->mark_bits, i)) continue;
             mosaic_bit_set(live, i);
             if (imemo_env_p(obj)) mosaic_bit_set(envs, i);
         }

@@ -238,6 +238,8 @@ struct mosaic_arena {
     char *base;                      /* MOSAIC_PAGE_SIZE-aligned, MOSAIC_ARENA_PAGES bodies */
     uint64_t used;                   /* bit i: body i is a page's */
     struct mosaic_arena *next;
+    /* Entry i: the per-cycle state of body i's page (mosaic.h, struct mosaic_page_cycle). */
+    struct mosaic_page_cycle cycles[MOSAIC_ARENA_PAGES];
 };
 
 static struct mosaic_arena *
@@ -263,17 +265,21 @@ arena_new(mosaic_objspace_t *objspace)
     return arena;
 }
 
-/* A zeroed, aligned body, from the first arena with room (a new one if none has). */
-static char *
-page_body_take(mosaic_objspace_t *objspace, struct mosaic_arena **arena_out)
+/* A zeroed, aligned body for `page`, from the first arena with room (a new one if none has):
+ * sets page->body, page->arena and page->cycle (cleared). False when no memory is left. */
+static bool
+page_body_take(mosaic_objspace_t *objspace, struct mosaic_page *page)
 {
     struct mosaic_arena *arena = objspace->arenas;
     while (arena && arena->used == MOSAIC_ARENA_FULL) arena = arena->next;
-    if (!arena && !(arena = arena_new(objspace))) return NULL;
+    if (!arena && !(arena = arena_new(objspace))) return false;
     int i = __builtin_ctzll(~arena->used);
     arena->used |= (uint64_t)1 << i;
-    *arena_out = arena;
-    return arena->base + (size_t)i * MOSAIC_PAGE_SIZE;
+    page->arena = arena;
+    page->body = arena->base + (size_t)i * MOSAIC_PAGE_SIZE;
+    page->cycle = &arena->cycles[i];
+    memset(page->cycle, 0, sizeof(*page->cycle));
+    return true;
 }
 
 static void
@@ -471,7 +477,7 @@ page_layout(struct mosaic_page *page, struct mosaic_heap *heap)
     page->final_slots = 0;
     page->free_next = NULL;
     /* A page created during lazy sweeping counts as swept: the sweeper skips it. */
-    page->before_sweep = false;
+    page->cycle->before_sweep = false;
     memset(page->mark_bits, 0, sizeof(page->mark_bits));
     memset(page->pinned_bits, 0, sizeof(page->pinned_bits));
     memset(page->wb_unprotected_bits, 0, sizeof(page->wb_unprotected_bits));
@@ -536,19 +542,17 @@ mosaic_page_new(mosaic_objspace_t *objspace, struct mosaic_heap *heap)
 
     struct mosaic_page *page = calloc(1, sizeof(struct mosaic_page));
     if (!page) return NULL;
-    char *body = page_body_take(objspace, &page->arena);
-    if (!body) {
+    if (!page_body_take(objspace, page)) {
         free(page);
         return NULL;
     }
-    page->body = body;
     if (!sorted_add(objspace, page)) {
-        page_body_return(objspace, page->arena, body);
+        page_body_return(objspace, page->arena, page->body);
         free(page);
         return NULL;
     }
 
-    ((struct mosaic_page_header *)body)->page = page;
+    ((struct mosaic_page_header *)page->body)->page = page;
     page_layout(page, heap);
     heap_add_page(heap, page);
     heap->total_allocated_pages++;
@@ -579,7 +583,7 @@ void
 mosaic_pool_put(mosaic_objspace_t *objspace, struct mosaic_heap *heap, size_t index)
 {
     struct mosaic_page *page = heap_unlink_empty_page(objspace, heap, index);
-    page->before_sweep = false;
+    page->cycle->before_sweep = false;
     page->pooled_at = objspace->stats.count;
     page->free_next = objspace->pool;
     objspace->pool = page;

@@ -151,6 +151,20 @@ struct mosaic_zombie {
 struct mosaic_heap;
 struct mosaic_arena;
 
+/* What every collection writes for every page, whatever the page holds: kept apart from
+ * struct mosaic_page, packed by arena (heap.c, page_body_take), so that a GC in a forked child
+ * writes these few bytes per page and not each page's struct (bitmaps included), which it
+ * writes only where a bit or a count changes. A page's entry lives as long as its body. */
+struct mosaic_page_cycle {
+    bool before_sweep;               /* marked this cycle, not swept yet */
+    /* The background sweeper (bg_sweep.c): the page's slot in its list (MOSAIC_BG_UNLISTED:
+     * the mutator sweeps it), set with release once the thread swept it, and its result. */
+    bool bg_done;
+    bool bg_leftovers;               /* leftover_bits has a bit set */
+    uint32_t bg_slot;
+    uint32_t bg_freed;               /* objects the thread freed */
+};
+
 struct mosaic_page {
     struct mosaic_heap *heap;
     char *body;                      /* MOSAIC_PAGE_SIZE bytes, aligned */
@@ -161,13 +175,7 @@ struct mosaic_page {
     uint32_t total_slots;
     uint32_t final_slots;            /* zombies on this page */
     uint32_t free_slots;             /* counted by the latest sweep of this page */
-    bool before_sweep;               /* marked this cycle, not swept yet */
-    /* The background sweeper (bg_sweep.c): the page's slot in its list (MOSAIC_BG_UNLISTED:
-     * the mutator sweeps it), set with release once the thread swept it, and its result. */
-    bool bg_done;
-    bool bg_leftovers;               /* leftover_bits has a bit set */
-    uint32_t bg_slot;
-    uint32_t bg_freed;               /* objects the thread freed */
+    struct mosaic_page_cycle *cycle; /* in the page's arena (heap.c) */
     struct mosaic_free_slot *freelist;
     struct mosaic_page *free_next;   /* link in a heap->free_pages bucket, or in the pool */
     size_t pooled_at;                /* stats.count when it entered the empty-page pool */
@@ -185,6 +193,14 @@ struct mosaic_page {
     mosaic_bits_t leftover_bits[MOSAIC_BITMAP_WORDS];
 };
 #define MOSAIC_BG_UNLISTED UINT32_MAX
+
+/* Stores `value` in the page field `field` only when it differs. A store of the same value
+ * still dirties the memory page it lands on, so in a forked child it would copy the parent's
+ * page: what a collection leaves as it was must be read, not rewritten. */
+#define MOSAIC_STORE_CHANGED(field, value) do { \
+    __typeof__(field) mosaic_value_ = (value); \
+    if ((field) != mosaic_value_) (field) = mosaic_value_; \
+} while (0)
 
 /* A size class: every page in it has the same slot size. */
 struct mosaic_heap {

@@ -13,7 +13,9 @@
  *  - A page is swept at most once per cycle. Its freelist survives from cycle to cycle (every
  *    T_NONE slot is already on it, see alloc.c); the sweep only pushes the objects it frees.
  *    It never writes to a slot that was already free, nor to a live one: a GC in a forked
- *    child dirties only the pages where it actually frees something.
+ *    child dirties only the pages where it actually frees something. The same holds for the
+ *    page's metadata: the per-cycle flags live in page->cycle (packed by arena), and the
+ *    struct's own fields and bitmaps are stored only when they change.
  *  - Every page is swept before the next mark phase starts (collect.c calls
  *    mosaic_sweep_finish_now first), so garbage_object_p only needs before_sweep + mark bit.
  *  - Sweeping runs with during_gc set, under the VM lock, with other Ractors stopped.
@@ -167,7 +169,7 @@ page_sweep(mosaic_objspace_t *objspace, struct mosaic_page *page, enum sweep_mod
         bits_keep(&page->remembered_bits[w], keep);
     }
 
-    page->freelist = head;
+    MOSAIC_STORE_CHANGED(page->freelist, head);
     return freed;
 }
 
@@ -183,9 +185,9 @@ mosaic_sweep_page_background(mosaic_objspace_t *objspace, struct mosaic_page *pa
     mosaic_malloc_tally_end();
     bool leftovers = false;
     for (size_t w = 0; w < MOSAIC_BITMAP_WORDS && !leftovers; w++) leftovers = page->leftover_bits[w] != 0;
-    page->bg_leftovers = leftovers;
-    page->bg_freed = (uint32_t)freed;
-    page->free_slots = (uint32_t)(freed + empty);
+    page->cycle->bg_leftovers = leftovers;
+    page->cycle->bg_freed = (uint32_t)freed;
+    MOSAIC_STORE_CHANGED(page->free_slots, (uint32_t)(freed + empty));
     __atomic_add_fetch(&objspace->malloc_freed_by_sweep, malloc_freed, __ATOMIC_RELAXED);
 }
 
@@ -198,17 +200,17 @@ page_sweep_here(mosaic_objspace_t *objspace, struct mosaic_page *page)
     mosaic_malloc_tally_begin(&malloc_freed);
     if (mosaic_bg_sweep_claim(objspace, page)) {
         freed = page_sweep(objspace, page, SWEEP_ALL, &empty);
-        page->free_slots = (uint32_t)(freed + empty);
+        MOSAIC_STORE_CHANGED(page->free_slots, (uint32_t)(freed + empty));
     }
     else {
-        page->heap->total_freed_objects += page->bg_freed;
-        objspace->stats.background_freed_objects += page->bg_freed;
-        freed = page->bg_leftovers ? page_sweep(objspace, page, SWEEP_LEFTOVERS, &empty) : 0;
-        page->free_slots += (uint32_t)freed;
+        page->heap->total_freed_objects += page->cycle->bg_freed;
+        objspace->stats.background_freed_objects += page->cycle->bg_freed;
+        freed = page->cycle->bg_leftovers ? page_sweep(objspace, page, SWEEP_LEFTOVERS, &empty) : 0;
+        if (freed) page->free_slots += (uint32_t)freed;
     }
     mosaic_malloc_tally_end();
     __atomic_add_fetch(&objspace->malloc_freed_by_sweep, malloc_freed, __ATOMIC_RELAXED);
-    page->before_sweep = false;
+    page->cycle->before_sweep = false;
     page->heap->total_freed_objects += freed;
     return page->free_slots;
 }
@@ -255,11 +257,11 @@ mosaic_heap_requeue_free_pages(struct mosaic_heap *heap)
     heap->reserve_slots = 0;
     for (size_t j = 0; j < heap->page_count; j++) {
         struct mosaic_page *page = heap->pages[j];
-        page->free_next = NULL;
+        MOSAIC_STORE_CHANGED(page->free_next, NULL);
         if (!page->freelist) continue;
         size_t n = 0;
         for (struct mosaic_free_slot *s = page->freelist; s; s = s->next) n++;
-        page->free_slots = (uint32_t)n;
+        MOSAIC_STORE_CHANGED(page->free_slots, (uint32_t)n);
         queue_free_page(heap, page);
     }
 }
@@ -273,7 +275,7 @@ static size_t
 heap_sweep_step(mosaic_objspace_t *objspace, struct mosaic_heap *heap)
 {
     struct mosaic_page *page = heap->pages[heap->sweep_index];
-    if (!page->before_sweep) {
+    if (!page->cycle->before_sweep) {
         heap->sweep_index++;
         return 0;
     }
@@ -369,8 +371,8 @@ mosaic_sweep_prepare(mosaic_objspace_t *objspace)
         objspace->malloc_freed_by_sweep = 0;
         for (size_t j = 0; j < heap->page_count; j++) {
             struct mosaic_page *page = heap->pages[j];
-            page->before_sweep = true;
-            page->free_next = NULL;
+            page->cycle->before_sweep = true;
+            MOSAIC_STORE_CHANGED(page->free_next, NULL);
         }
     }
     mosaic_bg_sweep_list(objspace);

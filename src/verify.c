@@ -518,7 +518,7 @@ verify_free_queues(struct verify_ctx *ctx, int h, struct mosaic_heap *heap)
             if (!mosaic_pointer_to_slot_p(ctx->objspace, (void *)page->start)) {
                 report(ctx, "heap %d: queued page %p is not in the page index (pooled or released?)", h, (void *)page->body);
             }
-            if (page->before_sweep) report(ctx, "heap %d: queued page %p is not swept", h, (void *)page->body);
+            if (page->cycle->before_sweep) report(ctx, "heap %d: queued page %p is not swept", h, (void *)page->body);
         }
     }
 }
@@ -562,7 +562,7 @@ mosaic_verify_heap(mosaic_objspace_t *objspace, bool raise_on_error)
         for (size_t j = 0; j < heap->page_count; j++) {
             struct mosaic_page *page = heap->pages[j];
             if (page->heap != heap) report(&ctx, "page %p is in heap %d but says otherwise", (void *)page->body, h);
-            if (page->before_sweep) report(&ctx, "page %p is not swept after the sweep finished", (void *)page->body);
+            if (page->cycle->before_sweep) report(&ctx, "page %p is not swept after the sweep finished", (void *)page->body);
             slots += page->total_slots;
             verify_page(&ctx, page, &live, &zombies);
             pages++;

@@ -92,6 +92,31 @@ class TestMosaicProcess < Test::Unit::TestCase
     RUBY
   end
 
+  # A forked child's minor GC writes a page's metadata only where something on the page changed
+  # (mosaic.h, struct mosaic_page_cycle): what every collection sets for every page lives packed
+  # by arena, and bitmaps and counts are stored only when they differ. Here ~1570 pages of
+  # objects (2783 kB of metadata), all old after Process.warmup: the child's minor GC made
+  # ~3030 kB private, its pages' metadata and the glibc heap around it (the default GC: ~2940
+  # kB); ~340 kB now.
+  def test_minor_gc_in_forked_child_leaves_page_metadata_shared
+    omit_unless_child_memory_measured "Mosaic's figure (the default GC copies ~3 MB here)"
+    assert_gc_script(IN_FORKED_CHILD + <<~'RUBY', timeout: 300)
+      keep = Array.new(200_000) { |i| ["kept #{i}" * 3, { i => i }, Object.new, [i] * 9] }
+      Process.warmup
+      metadata_kb = GC.stat(:mosaic_metadata_bytes) / 1024
+      assert_operator metadata_kb, :>, 2000, "the page metadata this test is about"
+      grown, majors = in_forked_child do
+        before = private_dirty_kb
+        majors = GC.stat(:major_gc_count)
+        GC.start(full_mark: false, immediate_sweep: true)
+        "#{private_dirty_kb - before} #{GC.stat(:major_gc_count) - majors}"
+      end.split.map { Integer(_1) }
+      assert_equal 0, majors, "the child's GC was minor"
+      assert_operator grown, :<, metadata_kb / 4, "kB the child's minor GC made private (metadata: #{metadata_kb} kB)"
+      assert_equal "kept 199999" * 3, keep.last[0]
+    RUBY
+  end
+
   # A local variable written in a forked child keeps its object through the child's minor GCs.
   # The VM writes to a heap environment without a write barrier while the environment's
   # WB_REQUIRED flag is clear: the flag is cleared only by a write that remembers the

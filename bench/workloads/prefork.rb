@@ -72,6 +72,7 @@ end
 # parent to have measured itself. Speaks one line at a time through `up`, listens on `down`.
 def worker(index, up, down)
   gcs = GC.count
+  stat_at_fork = GC.stat
   first = index * (WARMUP_REQUESTS + REQUESTS) # each worker its own stretch of the (cyclic) mix
   WARMUP_REQUESTS.times { |k| RailsBench.expect(first + k, RailsBench.request(first + k)) }
   first += WARMUP_REQUESTS
@@ -79,7 +80,11 @@ def worker(index, up, down)
   up.puts "ready #{REQUESTS / seconds} #{GC.count - gcs}"
   raise "worker #{index}: no measure order" unless down.gets == "measure\n"
   m = rollup
-  puts "prefork: worker #{index} private kB by mapping: #{private_by_mapping}" if BREAKDOWN
+  if BREAKDOWN
+    keys = %i[minor_gc_count major_gc_count mosaic_malloc_trim_count].select { |k| stat_at_fork.key?(k) }
+    gcs_here = keys.map { |k| "#{k} #{GC.stat(k) - stat_at_fork[k]}" }.join(", ")
+    puts "prefork: worker #{index} private kB by mapping: #{private_by_mapping}; in this worker: #{gcs_here}"
+  end
   $stdout.flush
   up.puts "#{m[:private]} #{m[:pss]} #{m[:rss]}"
   down.gets # the parent has measured itself (a line, or EOF if it went away)
