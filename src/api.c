@@ -188,7 +188,8 @@ rb_gc_impl_prepare_heap(void *objspace_ptr)
     mosaic_each_object(objspace, prepare_heap_i, NULL);
 
     /* Process.warmup: what survived is long-lived: make it old, so the forked children's
-     * minor GCs neither trace it nor write to its pages; give empty pages back. */
+     * minor GCs neither trace it nor write to its pages; give empty pages back, and malloc's
+     * free memory (memory.c). */
     /* The barrier, not just the lock: other Ractors allocate from their caches without the
      * lock, so only stopping them makes it safe to take their caches' slots back. */
     unsigned int lev = rb_gc_vm_lock();
@@ -196,6 +197,7 @@ rb_gc_impl_prepare_heap(void *objspace_ptr)
     mosaic_caches_clear(objspace);
     mosaic_promote_all(objspace);
     mosaic_heap_release_empty_pages(objspace);
+    mosaic_memory_trim_now(objspace);
     rb_gc_vm_unlock(lev);
 }
 

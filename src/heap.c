@@ -238,8 +238,10 @@ struct mosaic_arena {
     char *base;                      /* MOSAIC_PAGE_SIZE-aligned, MOSAIC_ARENA_PAGES bodies */
     uint64_t used;                   /* bit i: body i is a page's */
     struct mosaic_arena *next;
-    /* Entry i: the per-cycle state of body i's page (mosaic.h, struct mosaic_page_cycle). */
+    /* Entry i: the per-cycle state and the mark bits of body i's page (mosaic.h, struct
+     * mosaic_page_cycle and mark_bits). */
     struct mosaic_page_cycle cycles[MOSAIC_ARENA_PAGES];
+    mosaic_bits_t mark_bits[MOSAIC_ARENA_PAGES][MOSAIC_BITMAP_WORDS];
 };
 
 static struct mosaic_arena *
@@ -265,8 +267,19 @@ arena_new(mosaic_objspace_t *objspace)
     return arena;
 }
 
+/* The arenas' own structs (their pages' per-cycle state and mark bits), for the memory
+ * breakdown's page metadata (memory.c). */
+size_t
+mosaic_arena_metadata_bytes(mosaic_objspace_t *objspace)
+{
+    size_t n = 0;
+    for (struct mosaic_arena *arena = objspace->arenas; arena; arena = arena->next) n += sizeof(*arena);
+    return n;
+}
+
 /* A zeroed, aligned body for `page`, from the first arena with room (a new one if none has):
- * sets page->body, page->arena and page->cycle (cleared). False when no memory is left. */
+ * sets page->body, page->arena, page->cycle (cleared) and page->mark_bits (cleared by
+ * page_layout). False when no memory is left. */
 static bool
 page_body_take(mosaic_objspace_t *objspace, struct mosaic_page *page)
 {
@@ -279,6 +292,7 @@ page_body_take(mosaic_objspace_t *objspace, struct mosaic_page *page)
     page->body = arena->base + (size_t)i * MOSAIC_PAGE_SIZE;
     page->cycle = &arena->cycles[i];
     memset(page->cycle, 0, sizeof(*page->cycle));
+    page->mark_bits = arena->mark_bits[i];
     return true;
 }
 
@@ -478,7 +492,7 @@ page_layout(struct mosaic_page *page, struct mosaic_heap *heap)
     page->free_next = NULL;
     /* A page created during lazy sweeping counts as swept: the sweeper skips it. */
     page->cycle->before_sweep = false;
-    memset(page->mark_bits, 0, sizeof(page->mark_bits));
+    memset(page->mark_bits, 0, MOSAIC_BITMAP_WORDS * sizeof(mosaic_bits_t));
     memset(page->pinned_bits, 0, sizeof(page->pinned_bits));
     memset(page->wb_unprotected_bits, 0, sizeof(page->wb_unprotected_bits));
     memset(page->age0_bits, 0, sizeof(page->age0_bits));

@@ -542,9 +542,12 @@ major_mark_start(mosaic_objspace_t *objspace)
         heap->marked_slots = 0;
         for (size_t j = 0; j < heap->page_count; j++) {
             struct mosaic_page *page = heap->pages[j];
-            memset(page->mark_bits, 0, sizeof(page->mark_bits));
-            memset(page->pinned_bits, 0, sizeof(page->pinned_bits));
-            memset(page->remembered_bits, 0, sizeof(page->remembered_bits));
+            memset(page->mark_bits, 0, MOSAIC_BITMAP_WORDS * sizeof(mosaic_bits_t));
+            /* Written only where set: in a forked child, most pages have none. */
+            for (size_t w = 0; w < MOSAIC_BITMAP_WORDS; w++) {
+                MOSAIC_STORE_CHANGED(page->pinned_bits[w], 0);
+                MOSAIC_STORE_CHANGED(page->remembered_bits[w], 0);
+            }
         }
     }
 }

@@ -51,6 +51,7 @@ static size_t
 metadata_bytes(mosaic_objspace_t *objspace)
 {
     size_t n = (objspace->sorted_count + objspace->pool_count) * sizeof(struct mosaic_page);
+    n += mosaic_arena_metadata_bytes(objspace);
     n += objspace->sorted_capa * sizeof(struct mosaic_page *);
     for (int i = 0; i < MOSAIC_HEAP_COUNT; i++) n += objspace->heaps[i].page_capa * sizeof(struct mosaic_page *);
     return n;
@@ -159,6 +160,25 @@ mosaic_memory_after_gc(mosaic_objspace_t *objspace, unsigned int reason)
     if (rss > objspace->memory_peak.rss + objspace->memory_peak.rss / 50) {
         mosaic_memory_breakdown(objspace, &objspace->memory_peak, true);
     }
+}
+
+/* malloc_trim(0) now, whatever glibc holds: Process.warmup (api.c), as the default GC's does.
+ * Besides giving free pages back, the trim consolidates glibc's fast bins, so a forked child's
+ * first mallocs land in fewer, coalesced free chunks instead of a scattering of small holes:
+ * each page they write is a page copied from the parent. */
+void
+mosaic_memory_trim_now(mosaic_objspace_t *objspace)
+{
+#ifdef __GLIBC__
+    uint64_t t = objspace->measure_time ? mosaic_now_ns() : 0;
+    struct mallinfo2 mi = mallinfo2();
+    malloc_trim(0);
+    objspace->idle_at_trim = mi.fordblks > mi.keepcost ? mi.fordblks - mi.keepcost : 0;
+    objspace->stats.malloc_trim_count++;
+    if (objspace->measure_time) objspace->stats.malloc_trim_time_ns += mosaic_now_ns() - t;
+#else
+    (void)objspace;
+#endif
 }
 
 /* The sweep of a cycle has ended: every dead object of it is freed. After a major, give

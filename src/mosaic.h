@@ -180,8 +180,12 @@ struct mosaic_page {
     struct mosaic_page *free_next;   /* link in a heap->free_pages bucket, or in the pool */
     size_t pooled_at;                /* stats.count when it entered the empty-page pool */
 
-    /* Side bitmaps, one bit per slot, by slot number (mosaic_bit_index). */
-    mosaic_bits_t mark_bits[MOSAIC_BITMAP_WORDS];
+    /* Side bitmaps, one bit per slot, by slot number (mosaic_bit_index). The mark bits,
+     * which every major GC clears and sets again for every live object, are MOSAIC_BITMAP_WORDS
+     * words in the page's arena (heap.c), packed with the other pages' mark bits: a major GC
+     * in a forked child copies those, not every page's struct. The other bitmaps are here,
+     * written only where a bit changes. */
+    mosaic_bits_t *mark_bits;
     mosaic_bits_t pinned_bits[MOSAIC_BITMAP_WORDS];
     mosaic_bits_t wb_unprotected_bits[MOSAIC_BITMAP_WORDS];
     /* Generations (generation.c): age = age1:age0, old once age reaches MOSAIC_OLD_AGE. */
@@ -797,6 +801,7 @@ size_t mosaic_heap_release_empty_pages(mosaic_objspace_t *objspace);
 bool mosaic_pointer_to_slot_p(mosaic_objspace_t *objspace, const void *ptr);
 size_t mosaic_heap_available_slots(mosaic_objspace_t *objspace);
 size_t mosaic_heap_allocated_pages(mosaic_objspace_t *objspace);
+size_t mosaic_arena_metadata_bytes(mosaic_objspace_t *objspace);
 extern size_t mosaic_heap_sizes[MOSAIC_HEAP_MAX + 1];
 
 /* alloc.c: caches and the allocation paths */
@@ -914,6 +919,7 @@ size_t mosaic_pace_keep_slots(const struct mosaic_params *params, int h, size_t 
 void mosaic_memory_breakdown(mosaic_objspace_t *objspace, struct mosaic_memory *m, bool libc);
 void mosaic_memory_after_gc(mosaic_objspace_t *objspace, unsigned int reason);
 void mosaic_memory_after_sweep(mosaic_objspace_t *objspace);
+void mosaic_memory_trim_now(mosaic_objspace_t *objspace);
 void mosaic_memory_report(mosaic_objspace_t *objspace, const char *when);
 
 #if MOSAIC_SIZE_HISTOGRAM

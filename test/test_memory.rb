@@ -342,3 +342,21 @@ class TestMosaicMemory < Test::Unit::TestCase
     RUBY
   end
 end
+
+class TestMosaicWarmupTrim < Test::Unit::TestCase
+  include MosaicTestHelper
+
+  # Process.warmup ends with malloc_trim, as documented for Ruby and done by the default GC,
+  # whatever glibc holds: Mosaic trimmed only after a major GC that found 1 MiB or more idle,
+  # so a small program's warmup did not trim at all.
+  def test_warmup_trims_malloc
+    omit "Mosaic's malloc_trim count" unless mosaic?
+    omit "glibc only" unless GC.stat(:mosaic_libc_in_use_bytes).to_i > 0
+    assert_gc_script(<<~'RUBY')
+      GC.start
+      trims = GC.stat(:mosaic_malloc_trim_count)
+      Process.warmup
+      assert_operator GC.stat(:mosaic_malloc_trim_count) - trims, :>=, 1, "trims in Process.warmup"
+    RUBY
+  end
+end

@@ -92,15 +92,15 @@ class TestMosaicProcess < Test::Unit::TestCase
     RUBY
   end
 
-  # A forked child's minor GC writes a page's metadata only where something on the page changed
-  # (mosaic.h, struct mosaic_page_cycle): what every collection sets for every page lives packed
-  # by arena, and bitmaps and counts are stored only when they differ. Here ~1570 pages of
-  # objects (2783 kB of metadata), all old after Process.warmup: the child's minor GC made
-  # ~3030 kB private, its pages' metadata and the glibc heap around it (the default GC: ~2940
-  # kB); ~340 kB now.
-  def test_minor_gc_in_forked_child_leaves_page_metadata_shared
-    omit_unless_child_memory_measured "Mosaic's figure (the default GC copies ~3 MB here)"
-    assert_gc_script(IN_FORKED_CHILD + <<~'RUBY', timeout: 300)
+  # A forked child's GC writes a page's metadata only where something on the page changed
+  # (mosaic.h): what every collection rewrites for every page (the per-cycle flags, and for a
+  # major GC the mark bits) lives packed by arena, and the page struct's bitmaps and counts are
+  # stored only when they differ. Here 200k groups of four objects (~2.5 MB of metadata), all
+  # old after Process.warmup. What the child's GC made private (its pages' metadata and the
+  # glibc heap around it): minor ~3030 kB before, ~340 kB now; full ~3130 kB before, ~700 kB
+  # now (the default GC: ~2940 and ~4600 kB).
+  PAGE_METADATA_IN_CHILD = IN_FORKED_CHILD + <<~'RUBY'
+    def private_kb_of_child_gc(full_mark)
       keep = Array.new(200_000) { |i| ["kept #{i}" * 3, { i => i }, Object.new, [i] * 9] }
       Process.warmup
       metadata_kb = GC.stat(:mosaic_metadata_bytes) / 1024
@@ -108,12 +108,28 @@ class TestMosaicProcess < Test::Unit::TestCase
       grown, majors = in_forked_child do
         before = private_dirty_kb
         majors = GC.stat(:major_gc_count)
-        GC.start(full_mark: false, immediate_sweep: true)
+        GC.start(full_mark: full_mark, immediate_sweep: true)
         "#{private_dirty_kb - before} #{GC.stat(:major_gc_count) - majors}"
       end.split.map { Integer(_1) }
-      assert_equal 0, majors, "the child's GC was minor"
-      assert_operator grown, :<, metadata_kb / 4, "kB the child's minor GC made private (metadata: #{metadata_kb} kB)"
+      assert_equal(full_mark ? 1 : 0, majors, "the child's GC was #{full_mark ? "major" : "minor"}")
       assert_equal "kept 199999" * 3, keep.last[0]
+      [grown, metadata_kb]
+    end
+  RUBY
+
+  def test_minor_gc_in_forked_child_leaves_page_metadata_shared
+    omit_unless_child_memory_measured "Mosaic's figure (the default GC copies ~3 MB here)"
+    assert_gc_script(PAGE_METADATA_IN_CHILD + <<~'RUBY', timeout: 300)
+      grown, metadata_kb = private_kb_of_child_gc(false)
+      assert_operator grown, :<, metadata_kb / 4, "kB the child's minor GC made private (metadata: #{metadata_kb} kB)"
+    RUBY
+  end
+
+  def test_full_gc_in_forked_child_leaves_page_metadata_shared
+    omit_unless_child_memory_measured "Mosaic's figure (the default GC copies ~4.6 MB here)"
+    assert_gc_script(PAGE_METADATA_IN_CHILD + <<~'RUBY', timeout: 300)
+      grown, metadata_kb = private_kb_of_child_gc(true)
+      assert_operator grown, :<, metadata_kb / 2, "kB the child's full GC made private (metadata: #{metadata_kb} kB)"
     RUBY
   end
 
