@@ -167,6 +167,11 @@ struct mosaic_page_cycle {
 
 struct mosaic_page {
     struct mosaic_heap *heap;
+    /* The mark bits: MOSAIC_BITMAP_WORDS words in the page's arena (heap.c), packed with the
+     * other pages' mark bits, which every major GC clears and sets again for every live
+     * object: a major GC in a forked child copies those, not every page's struct. Beside
+     * `heap`, which marking reads too: one cache line for both. */
+    mosaic_bits_t *mark_bits;
     char *body;                      /* MOSAIC_PAGE_SIZE bytes, aligned */
     struct mosaic_arena *arena;      /* the mapping the body was carved from (heap.c) */
     uintptr_t start;                 /* first slot */
@@ -180,12 +185,8 @@ struct mosaic_page {
     struct mosaic_page *free_next;   /* link in a heap->free_pages bucket, or in the pool */
     size_t pooled_at;                /* stats.count when it entered the empty-page pool */
 
-    /* Side bitmaps, one bit per slot, by slot number (mosaic_bit_index). The mark bits,
-     * which every major GC clears and sets again for every live object, are MOSAIC_BITMAP_WORDS
-     * words in the page's arena (heap.c), packed with the other pages' mark bits: a major GC
-     * in a forked child copies those, not every page's struct. The other bitmaps are here,
-     * written only where a bit changes. */
-    mosaic_bits_t *mark_bits;
+    /* Side bitmaps, one bit per slot, by slot number (mosaic_bit_index). The mark bits are
+     * pointed to by mark_bits, above; the others are here, written only where a bit changes. */
     mosaic_bits_t pinned_bits[MOSAIC_BITMAP_WORDS];
     mosaic_bits_t wb_unprotected_bits[MOSAIC_BITMAP_WORDS];
     /* Generations (generation.c): age = age1:age0, old once age reaches MOSAIC_OLD_AGE. */
