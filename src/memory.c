@@ -162,10 +162,10 @@ mosaic_memory_after_gc(mosaic_objspace_t *objspace, unsigned int reason)
     }
 }
 
-/* malloc_trim(0) now, whatever glibc holds: Process.warmup (api.c), as the default GC's does.
- * Besides giving free pages back, the trim consolidates glibc's fast bins, so a forked child's
- * first mallocs land in fewer, coalesced free chunks instead of a scattering of small holes:
- * each page they write is a page copied from the parent. */
+/* malloc_trim(0) now, whatever glibc holds: Process.warmup (api.c), which Ruby documents as
+ * trimming malloc's free pages and the default GC's does; a parent about to fork then holds
+ * no idle malloc memory for its children to inherit. (Whether it changes where a child's
+ * first mallocs land was probed in the sixteenth session and not seen: DESIGN section 6.) */
 void
 mosaic_memory_trim_now(mosaic_objspace_t *objspace)
 {
