@@ -22,6 +22,16 @@ class TestMosaicProcess < Test::Unit::TestCase
       out
     end
     def private_dirty_kb = File.read("/proc/self/smaps_rollup")[/^Private_Dirty:\s+(\d+) kB/, 1].to_i
+    # In a forked child: GC.start(full_mark:), then the kB of Private_Dirty it added and the
+    # number of major GCs it ran.
+    def child_gc_private_kb_and_majors(full_mark)
+      in_forked_child do
+        before = private_dirty_kb
+        majors = GC.stat(:major_gc_count)
+        GC.start(full_mark: full_mark, immediate_sweep: true)
+        "#{private_dirty_kb - before} #{GC.stat(:major_gc_count) - majors}"
+      end.split.map { Integer(_1) }
+    end
   RUBY
 
   # The tests that measure a forked child's private memory: Mosaic's figures, read through
@@ -80,12 +90,7 @@ class TestMosaicProcess < Test::Unit::TestCase
       keep = Array.new(100_000) { |i| "kept string number #{i}" }
       GC.start
       Array.new(200_000) { |i| "young string number #{i}" }.size # garbage, young
-      grown, majors = in_forked_child do
-        before = private_dirty_kb
-        majors = GC.stat(:major_gc_count)
-        GC.start(full_mark: false, immediate_sweep: true)
-        "#{private_dirty_kb - before} #{GC.stat(:major_gc_count) - majors}"
-      end.split.map { Integer(_1) }
+      grown, majors = child_gc_private_kb_and_majors(false)
       assert_equal 0, majors, "the child's GC was minor"
       assert_operator grown, :<, 1500, "kB the child's minor GC made private"
       assert_equal "kept string number 99999", keep.last
@@ -105,12 +110,7 @@ class TestMosaicProcess < Test::Unit::TestCase
       Process.warmup
       metadata_kb = GC.stat(:mosaic_metadata_bytes) / 1024
       assert_operator metadata_kb, :>, 2000, "the page metadata this test is about"
-      grown, majors = in_forked_child do
-        before = private_dirty_kb
-        majors = GC.stat(:major_gc_count)
-        GC.start(full_mark: full_mark, immediate_sweep: true)
-        "#{private_dirty_kb - before} #{GC.stat(:major_gc_count) - majors}"
-      end.split.map { Integer(_1) }
+      grown, majors = child_gc_private_kb_and_majors(full_mark)
       assert_equal(full_mark ? 1 : 0, majors, "the child's GC was #{full_mark ? "major" : "minor"}")
       assert_equal "kept 199999" * 3, keep.last[0]
       [grown, metadata_kb]
