@@ -162,6 +162,30 @@ mosaic_memory_after_gc(mosaic_objspace_t *objspace, unsigned int reason)
     }
 }
 
+#ifdef __GLIBC__
+/* malloc_trim(0) when `always`, else by the rule below (mosaic_memory_after_sweep); the
+ * mallinfo2 walk and the trim count in GC.stat :mosaic_malloc_trim_time. */
+static void
+trim_malloc(mosaic_objspace_t *objspace, bool always)
+{
+    uint64_t t = objspace->measure_time ? mosaic_now_ns() : 0;
+    struct mallinfo2 mi = mallinfo2();
+    size_t idle = mi.fordblks > mi.keepcost ? mi.fordblks - mi.keepcost : 0;
+    /* A trim leaves its madvised chunks in glibc's bins (fordblks does not drop): trim
+     * again when the idle figure grew since the latest trim, or this sweep freed enough
+     * to dirty bins that were trimmed before. */
+    bool grew = idle >= mosaic_add_sat(objspace->idle_at_trim, MOSAIC_TRIM_IDLE);
+    bool freed = objspace->malloc_freed_by_sweep >= MOSAIC_TRIM_IDLE;
+    if (idle < objspace->idle_at_trim) objspace->idle_at_trim = idle;
+    if (always || (idle >= MOSAIC_TRIM_IDLE && (grew || freed)) || mosaic_pace_near_limit(objspace)) {
+        malloc_trim(0);
+        objspace->idle_at_trim = idle;
+        objspace->stats.malloc_trim_count++;
+    }
+    if (objspace->measure_time) objspace->stats.malloc_trim_time_ns += mosaic_now_ns() - t;
+}
+#endif
+
 /* malloc_trim(0) now, whatever glibc holds: Process.warmup (api.c), which Ruby documents as
  * trimming malloc's free pages and the default GC's does; a parent about to fork then holds
  * no idle malloc memory for its children to inherit. (Whether it changes where a child's
@@ -170,12 +194,7 @@ void
 mosaic_memory_trim_now(mosaic_objspace_t *objspace)
 {
 #ifdef __GLIBC__
-    uint64_t t = objspace->measure_time ? mosaic_now_ns() : 0;
-    struct mallinfo2 mi = mallinfo2();
-    malloc_trim(0);
-    objspace->idle_at_trim = mi.fordblks > mi.keepcost ? mi.fordblks - mi.keepcost : 0;
-    objspace->stats.malloc_trim_count++;
-    if (objspace->measure_time) objspace->stats.malloc_trim_time_ns += mosaic_now_ns() - t;
+    trim_malloc(objspace, true);
 #else
     (void)objspace;
 #endif
@@ -195,23 +214,7 @@ void
 mosaic_memory_after_sweep(mosaic_objspace_t *objspace)
 {
 #ifdef __GLIBC__
-    if (objspace->full_mark) {
-        uint64_t t = objspace->measure_time ? mosaic_now_ns() : 0;
-        struct mallinfo2 mi = mallinfo2();
-        size_t idle = mi.fordblks > mi.keepcost ? mi.fordblks - mi.keepcost : 0;
-        /* A trim leaves its madvised chunks in glibc's bins (fordblks does not drop): trim
-         * again when the idle figure grew since the latest trim, or this sweep freed enough
-         * to dirty bins that were trimmed before. */
-        bool grew = idle >= mosaic_add_sat(objspace->idle_at_trim, MOSAIC_TRIM_IDLE);
-        bool freed = objspace->malloc_freed_by_sweep >= MOSAIC_TRIM_IDLE;
-        if (idle < objspace->idle_at_trim) objspace->idle_at_trim = idle;
-        if ((idle >= MOSAIC_TRIM_IDLE && (grew || freed)) || mosaic_pace_near_limit(objspace)) {
-            malloc_trim(0);
-            objspace->idle_at_trim = idle;
-            objspace->stats.malloc_trim_count++;
-        }
-        if (objspace->measure_time) objspace->stats.malloc_trim_time_ns += mosaic_now_ns() - t;
-    }
+    if (objspace->full_mark) trim_malloc(objspace, false);
 #endif
     /* The rest of RSS, now that this cycle's frees and trim are done (the soft limit's
      * overhead; measured at the end of the GC too, for a lazy sweep that runs long). */

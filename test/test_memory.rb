@@ -341,10 +341,6 @@ class TestMosaicMemory < Test::Unit::TestCase
       pin.size
     RUBY
   end
-end
-
-class TestMosaicWarmupTrim < Test::Unit::TestCase
-  include MosaicTestHelper
 
   # Process.warmup ends with malloc_trim, as documented for Ruby and done by the default GC,
   # whatever glibc holds: Mosaic trimmed only after a major GC that found 1 MiB or more idle,
