@@ -13,6 +13,9 @@
  * | variable                              | default | meaning                                   |
  * |---------------------------------------|---------|-------------------------------------------|
  * | RUBY_GC_HEAP_<i>_INIT_SLOTS           | 10000   | slots of class i allowed before a 1st GC |
+ * | RUBY_GC_HEAP_FREE_SLOTS               | 4096    | free slots every GC leaves at least, per  |
+ * |                                       |         | Ractor (at most 8), counted in 40-byte    |
+ * |                                       |         | slots (pace.c)                            |
  * | RUBY_GC_HEAP_GROWTH_FACTOR            | 1.8     | growth when too little is free after GC   |
  * | RUBY_GC_HEAP_GROWTH_MAX_SLOTS         | 0 (off) | cap on one growth step, in slots          |
  * | RUBY_GC_HEAP_FREE_SLOTS_MIN_RATIO     | 0.20    | grow when free/total after GC is below    |
@@ -86,6 +89,7 @@ void
 mosaic_params_defaults(struct mosaic_params *params)
 {
     for (int i = 0; i < MOSAIC_HEAP_MAX; i++) params->heap_init_slots[i] = 10000;
+    params->heap_free_slots = 4096;
     params->growth_factor = 1.8;
     params->growth_max_slots = 0;
     params->free_slots_min_ratio = 0.20;
@@ -193,6 +197,7 @@ mosaic_params_from_env(struct mosaic_params *params)
         snprintf(key, sizeof(key), "RUBY_GC_HEAP_%d_INIT_SLOTS", i);
         env_size(key, &params->heap_init_slots[i], 0);
     }
+    env_size("RUBY_GC_HEAP_FREE_SLOTS", &params->heap_free_slots, 0);
     env_double("RUBY_GC_HEAP_GROWTH_FACTOR", &params->growth_factor, 1.0, 0.0, false);
     env_size("RUBY_GC_HEAP_GROWTH_MAX_SLOTS", &params->growth_max_slots, 0);
     env_double("RUBY_GC_HEAP_FREE_SLOTS_MIN_RATIO", &params->free_slots_min_ratio, 0.0, 1.0, false);
@@ -299,6 +304,7 @@ mosaic_config_get(mosaic_objspace_t *objspace)
     VALUE hash = rb_hash_new();
     /* The default GC's key: false makes every collection a minor GC except GC.start. */
     rb_hash_aset(hash, SYM("rgengc_allow_full_mark"), RBOOL(p->allow_full_mark));
+    rb_hash_aset(hash, SYM("heap_free_slots"), SIZET2NUM(p->heap_free_slots));
     rb_hash_aset(hash, SYM("heap_growth_factor"), DBL2NUM(p->growth_factor));
     rb_hash_aset(hash, SYM("heap_growth_max_slots"), SIZET2NUM(p->growth_max_slots));
     rb_hash_aset(hash, SYM("heap_free_slots_min_ratio"), DBL2NUM(p->free_slots_min_ratio));
@@ -370,6 +376,9 @@ config_set_i(VALUE key, VALUE value, VALUE data)
     }
     else if (id == rb_intern("heap_growth_max_slots")) {
         p->growth_max_slots = config_size(key, value);
+    }
+    else if (id == rb_intern("heap_free_slots")) {
+        p->heap_free_slots = config_size(key, value);
     }
     else if (id == rb_intern("heap_free_slots_min_ratio")) {
         p->free_slots_min_ratio = config_double(key, value, 0.0, true, 1.0);

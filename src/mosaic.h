@@ -333,6 +333,7 @@ struct mosaic_marker {
 /* Tunables, read once at boot (config.c). */
 struct mosaic_params {
     size_t heap_init_slots[MOSAIC_HEAP_MAX];
+    size_t heap_free_slots;          /* RUBY_GC_HEAP_FREE_SLOTS: free slots a GC leaves at least, per Ractor (pace.c) */
     double growth_factor;
     size_t growth_max_slots;
     double free_slots_min_ratio;
@@ -563,6 +564,7 @@ typedef struct mosaic_objspace {
     /* Growth budget shared by all classes, in bytes of page (pace.c). */
     size_t allocatable_bytes;
     size_t grown_since_gc;           /* fresh page bytes mapped since the latest GC (pace.c) */
+    size_t free_slots_floor_bytes;   /* what the latest GC granted for RUBY_GC_HEAP_FREE_SLOTS (pace.c) */
 
     /* The empty-page pool (heap.c): pages no class uses, resident, linked through free_next. */
     struct mosaic_page *pool;

@@ -45,6 +45,14 @@
  * Growth in steps, slots and malloc in one budget: however large the budget, once fresh pages
  *   mapped plus the net malloc increase since the latest GC reach the growth step (1/8 of the
  *   pages in use, at least 4 MiB), fresh pages wait for a GC (mosaic_pace_grown_enough, below).
+ * The floor (RUBY_GC_HEAP_FREE_SLOTS, 4096; the default GC's "prepare at least this amount of
+ *   slots after GC"): after marking, the room the heap has for new objects -- free slots of
+ *   every class, pooled pages and the growth just asked, in bytes --
+ *   is at least heap_free_slots * (live Ractors, at most 8) 40-byte slots; the shared budget
+ *   takes the pages missing, after a minor GC as after a major, and fresh pages up to it do
+ *   not wait for the growth step. The default value hardly ever decides anything (a class
+ *   short of 20% free asks already); a user who sets it high gets about that many
+ *   allocations between GCs, for the memory.
  * heap_target_bytes = (pages in use + pages the budgets allow) * MOSAIC_PAGE_SIZE: the page
  * memory the heap may reach before the next GC (GC.stat :mosaic_heap_target_bytes).
  *
@@ -168,7 +176,8 @@ mosaic_pace_growth_step(mosaic_objspace_t *objspace)
 bool
 mosaic_pace_grown_enough(mosaic_objspace_t *objspace)
 {
-    return mosaic_pace_grown_bytes(objspace) >= mosaic_pace_growth_step(objspace);
+    size_t grown = mosaic_pace_grown_bytes(objspace);
+    return grown >= mosaic_pace_growth_step(objspace) && grown >= objspace->free_slots_floor_bytes;
 }
 
 /* A class's live-data target after a major GC, per live slot: 1 / (1 - free_slots_goal_ratio)
@@ -277,6 +286,24 @@ churning(const struct mosaic_heap *heap, size_t live)
     return empty_at_gc < total / 16 || garbage > empty_at_gc;
 }
 
+/* RUBY_GC_HEAP_FREE_SLOTS (see the top of this file): the page bytes the shared budget needs
+ * beyond `asked` so that the heap has room for heap_free_slots 40-byte slots per live Ractor
+ * (at most 8), counting `room` (the free slot bytes of every class), the pooled pages and
+ * `asked`. (A class's init-slot budget is its own: not counted.) 0 when it has. */
+static size_t
+free_slots_floor_grow(mosaic_objspace_t *objspace, size_t room, size_t asked)
+{
+    unsigned long ractors = objspace->live_ractor_cache_count;
+    if (ractors < 1) ractors = 1;
+    if (ractors > 8) ractors = 8;
+    size_t floor = mosaic_scale(objspace->params.heap_free_slots, (double)ractors * MOSAIC_BASE_SLOT_SIZE);
+    room = mosaic_add_sat(room, mosaic_add_sat(objspace->pool_count * MOSAIC_PAGE_SIZE, asked));
+    if (room >= floor) return 0;
+    size_t missing = floor - room;
+    size_t pages = missing / MOSAIC_PAGE_SIZE + (missing % MOSAIC_PAGE_SIZE != 0);
+    return pages > MOSAIC_SIZE_MAX / MOSAIC_PAGE_SIZE ? MOSAIC_SIZE_MAX : pages * MOSAIC_PAGE_SIZE;
+}
+
 /* The soft limit, after marking: how many page bytes may still be asked for. */
 static size_t
 limit_headroom(mosaic_objspace_t *objspace)
@@ -291,7 +318,7 @@ void
 mosaic_pace_after_mark(mosaic_objspace_t *objspace)
 {
     const struct mosaic_params *params = &objspace->params;
-    size_t shared_grow_bytes = 0, live_bytes = 0;
+    size_t shared_grow_bytes = 0, live_bytes = 0, room_bytes = 0;
     size_t target_pages = objspace->sorted_count;
     bool minor = !objspace->full_mark && params->generational;
     bool grow_minor = minor && params->allow_full_mark;
@@ -309,6 +336,7 @@ mosaic_pace_after_mark(mosaic_objspace_t *objspace)
         /* A class below its init slots may always grow up to them without collecting. */
         size_t init = params->heap_init_slots[i];
         heap->allocatable_slots = total < init ? init - total : 0;
+        room_bytes = mosaic_add_sat(room_bytes, free * heap->slot_size);
         target_pages += heap->allocatable_slots / heap->slots_per_page;
 
         /* A major GC measures what is live: the class's target for minor GCs. */
@@ -350,13 +378,18 @@ mosaic_pace_after_mark(mosaic_objspace_t *objspace)
         shared_grow_bytes = mosaic_add_sat(shared_grow_bytes, bytes);
     }
 
-    /* The soft limit: ask for no more than fits, and collect old garbage before growing. */
+    /* The floor, then the soft limit: ask for no more than fits, and collect old garbage
+     * before growing. */
+    size_t floor_grow = free_slots_floor_grow(objspace, room_bytes, shared_grow_bytes);
+    shared_grow_bytes = mosaic_add_sat(shared_grow_bytes, floor_grow);
     size_t headroom = limit_headroom(objspace);
     if (shared_grow_bytes > headroom) {
         shared_grow_bytes = headroom / MOSAIC_PAGE_SIZE * MOSAIC_PAGE_SIZE;
         if (minor && params->allow_full_mark) objspace->need_major |= MOSAIC_REASON_MAJOR_NOFREE;
     }
     objspace->allocatable_bytes = shared_grow_bytes;
+    /* The floor's budget may be taken whole before a GC, whatever the growth step. */
+    objspace->free_slots_floor_bytes = floor_grow ? shared_grow_bytes : 0;
     objspace->grown_since_gc = 0;
     objspace->live_bytes = live_bytes;
     objspace->heap_target_bytes = mosaic_add_sat(target_pages * MOSAIC_PAGE_SIZE, shared_grow_bytes);

@@ -223,6 +223,9 @@ class TestMosaicApi < Test::Unit::TestCase
       cfg = GC.config
       e = assert_raise(ArgumentError) { GC.config(malloc_limit_min: -1) }
       assert_match(/malloc_limit_min must not be negative/, e.message)
+      e = assert_raise(ArgumentError) { GC.config(heap_free_slots: -1) }
+      assert_match(/heap_free_slots must not be negative/, e.message)
+      assert_raise(TypeError) { GC.config(heap_free_slots: "many") }
       assert_raise(ArgumentError) { GC.config(heap_growth_factor: Float::INFINITY) }
       assert_raise(ArgumentError) { GC.config(oldobject_limit_factor: Float::NAN) }
       assert_equal cfg, GC.config

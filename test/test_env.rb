@@ -11,12 +11,14 @@ class TestMosaicEnv < Test::Unit::TestCase
 
   def test_malformed_value_warns_and_falls_back
     omit "Mosaic's messages" unless mosaic?
-    out, err, status = run_with({ "RUBY_GC_HEAP_GROWTH_FACTOR" => "fast", "RUBY_GC_MALLOC_LIMIT" => "12q" },
-                                "p GC.config[:heap_growth_factor], GC.config[:malloc_limit_min]")
+    out, err, status = run_with({ "RUBY_GC_HEAP_GROWTH_FACTOR" => "fast", "RUBY_GC_MALLOC_LIMIT" => "12q",
+                                  "RUBY_GC_HEAP_FREE_SLOTS" => "lots" },
+                                "p GC.config[:heap_growth_factor], GC.config[:malloc_limit_min], GC.config[:heap_free_slots]")
     assert_predicate status, :success?
     assert_match(/invalid value for RUBY_GC_HEAP_GROWTH_FACTOR: fast/, err)
     assert_match(/invalid value for RUBY_GC_MALLOC_LIMIT: 12q/, err)
-    assert_equal "1.8\n16777216\n", out
+    assert_match(/invalid value for RUBY_GC_HEAP_FREE_SLOTS: lots/, err)
+    assert_equal "1.8\n16777216\n4096\n", out
   end
 
   def test_out_of_range_value_warns
@@ -29,12 +31,13 @@ class TestMosaicEnv < Test::Unit::TestCase
 
   def test_valid_values_take_effect_and_echo_with_w
     omit "Mosaic's keys" unless mosaic?
-    env = { "RUBY_GC_HEAP_GROWTH_FACTOR" => "2.0", "RUBY_GC_MALLOC_LIMIT" => "1m" }
-    out, err, status = run_with(env, "p GC.config[:heap_growth_factor], GC.config[:malloc_limit_min]", ["-w"])
+    env = { "RUBY_GC_HEAP_GROWTH_FACTOR" => "2.0", "RUBY_GC_MALLOC_LIMIT" => "1m", "RUBY_GC_HEAP_FREE_SLOTS" => "8192" }
+    out, err, status = run_with(env, "p GC.config[:heap_growth_factor], GC.config[:malloc_limit_min], GC.config[:heap_free_slots]", ["-w"])
     assert_predicate status, :success?
     assert_match(/RUBY_GC_HEAP_GROWTH_FACTOR=2.0/, err)
     assert_match(/RUBY_GC_MALLOC_LIMIT=1048576/, err)
-    assert_equal "2.0\n1048576\n", out
+    assert_match(/RUBY_GC_HEAP_FREE_SLOTS=8192/, err)
+    assert_equal "2.0\n1048576\n8192\n", out
   end
 
   def test_init_slots_delay_first_gc
@@ -43,6 +46,27 @@ class TestMosaicEnv < Test::Unit::TestCase
                                  "c = GC.count; 200_000.times { Object.new }; p GC.count - c")
     assert_predicate status, :success?
     assert_equal "0\n", out
+  end
+
+  # RUBY_GC_HEAP_FREE_SLOTS is the default GC's "prepare at least this amount of slots after
+  # GC": every GC leaves room for that many 40-byte objects (pace.c). Mosaic used to ignore it,
+  # collecting every few thousand allocations of a small heap whatever it said; GC.config
+  # changes it at run time.
+  def test_heap_free_slots_leaves_room_after_each_gc
+    omit "Mosaic's pacing" unless mosaic?
+    omit "counts collections; the stress gate forces them" if ENV["MOSAIC_STRESS_MINOR"]
+    churn = "GC.start; c = GC.count; 2_000_000.times { Object.new }; print GC.count - c, ' '"
+    out, err, status = run_with({}, churn)
+    assert_predicate status, :success?, err
+    assert_operator out.to_i, :>, 40, "a small heap collects often without the setting"
+    out, err, status = run_with({ "RUBY_GC_HEAP_FREE_SLOTS" => "500000" }, churn)
+    assert_predicate status, :success?, err
+    assert_operator out.to_i, :<=, 6, "2M allocations with room for 500k after each GC"
+    out, err, status = run_with({}, "#{churn}; GC.config(heap_free_slots: 500_000); #{churn}")
+    assert_predicate status, :success?, err
+    without, with = out.split.map(&:to_i)
+    assert_operator without, :>, 40
+    assert_operator with, :<=, 6
   end
 
   def test_mosaic_verify_checks_heap_after_every_gc
