@@ -99,7 +99,11 @@ rb_gc_impl_init(void)
     rb_ary_push(opts, rb_interned_str_cstr("MOSAIC"));
     /* Generational (minor GCs, write barriers); MOSAIC_GENERATIONAL=0 turns it off at run time. */
     rb_ary_push(opts, rb_interned_str_cstr("USE_RGENGC"));
+    /* Old malloc is estimated (pace.c: what survivors hold), and GC.compact works (compact.c):
+     * the default GC's names for both, which tools read. */
+    rb_ary_push(opts, rb_interned_str_cstr("RGENGC_ESTIMATE_OLDMALLOC"));
     rb_ary_push(opts, rb_interned_str_cstr("GC_ENABLE_LAZY_SWEEP"));
+    rb_ary_push(opts, rb_interned_str_cstr("GC_COMPACTION_SUPPORTED"));
     if (MOSAIC_CHECK) rb_ary_push(opts, rb_interned_str_cstr("MOSAIC_CHECK"));
     OBJ_FREEZE(opts);
     rb_define_const(rb_mGC, "OPTS", opts);

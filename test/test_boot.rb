@@ -19,10 +19,14 @@ class TestMosaicBoot < Test::Unit::TestCase
     assert_equal GC.stat_heap(c[:HEAP_COUNT] - 1, :slot_size), c[:RVARGC_MAX_ALLOCATE_SIZE]
   end
 
+  # The default GC's names for what Mosaic also does: a tool that asks GC::OPTS whether the
+  # collector compacts must hear yes (it used to hear no after compaction was built).
   def test_opts_describe_mosaic
     omit "Mosaic-specific" unless mosaic?
     assert_include GC::OPTS, "MOSAIC"
     assert_include GC::OPTS, "USE_RGENGC"
+    assert_include GC::OPTS, "GC_COMPACTION_SUPPORTED"
+    assert_include GC::OPTS, "RGENGC_ESTIMATE_OLDMALLOC"
     assert_equal 3, GC::INTERNAL_CONSTANTS[:RVALUE_OLD_AGE]
   end
 
