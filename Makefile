@@ -45,6 +45,12 @@ endif
 
 BUILD := build/$(VARIANT)$(if $(SAN),-asan,)
 SRCS := $(wildcard src/*.c)
+# Files whose code runs once per collection or per call from Ruby, never per object: built for
+# size (-Os where the variant says -O3). The library's code is resident in every process (the
+# kernel maps a file's pages around each one touched), so its size is memory: docs/DESIGN.md
+# section 7, "Code size".
+COLD := collect config memory pace verify walk size_histogram
+obj_opt = $(if $(filter $(COLD),$(1)),$(patsubst -O3,-Os,$(OPT)),$(OPT))
 OBJS := $(patsubst src/%.c,$(BUILD)/%.o,$(SRCS))
 LIB := $(BUILD)/librubygc.mosaic.so
 
@@ -58,7 +64,7 @@ toolchain:
 $(BUILD)/%.o: src/%.c src/mosaic.h | toolchain-ready
 	@mkdir -p $(BUILD)
 	@echo "  CC $<"
-	@$(CC) $(CFLAGS_BASE) $(OPT) $(INCLUDES) -c $< -o $@
+	@$(CC) $(CFLAGS_BASE) $(call obj_opt,$*) $(INCLUDES) -c $< -o $@
 
 $(LIB): $(OBJS)
 	@echo "  LD $@"

@@ -14,8 +14,11 @@
  *
  * The peak snapshot: at the end of each GC, RSS is read (one read of /proc/self/statm); when
  * it is 2% or more above the snapshot's, the whole breakdown is taken again (mallinfo2 walks
- * malloc's bins, so it is not done at every GC). It is the breakdown at the GC when RSS was
- * highest, within 2%: RSS may peak between GCs.
+ * every free chunk in malloc's bins, so it is not done at every GC). It is the breakdown at the
+ * GC when RSS was highest, within 2%: RSS may peak between GCs.
+ *
+ * GC.stat with one memory key measures now; GC.stat's Hash reads nothing: RSS as of the
+ * latest GC, glibc's figures as of the latest measurement (mosaic_memory_breakdown).
  *
  * Invariants: nothing here allocates a Ruby object or takes the VM lock; it may run inside a
  * collection (GC.stat from an event hook).
@@ -27,7 +30,8 @@
 
 #include "mosaic.h"
 
-/* malloc_trim after a major GC when glibc's arenas hold at least this much free memory. */
+/* malloc_trim after a major GC when the RSS beyond what Mosaic counts grew by this much since
+ * the latest trim (trim_malloc). */
 #ifndef MOSAIC_TRIM_IDLE
 # define MOSAIC_TRIM_IDLE ((size_t)1 << 20)
 #endif
@@ -57,9 +61,14 @@ metadata_bytes(mosaic_objspace_t *objspace)
     return n;
 }
 
-/* Fills `m`. Without `libc`, the mallinfo2 figures are 0 (and "other" counts them). */
+/* Fills `m`. With `measure`, RSS is read now and glibc's figures are taken now (mallinfo2,
+ * which walks every free chunk in malloc's bins: tens of ms with 100k of them), and kept for
+ * the next unmeasured call; without, RSS is the one read at the latest GC's end and glibc's
+ * figures those of the latest measured call (0 before any): nothing is read or walked, so
+ * GC.stat without a key costs what the default GC's does. The counted figures (pages, slots,
+ * metadata, Ruby's malloc) are exact now either way. */
 void
-mosaic_memory_breakdown(mosaic_objspace_t *objspace, struct mosaic_memory *m, bool libc)
+mosaic_memory_breakdown(mosaic_objspace_t *objspace, struct mosaic_memory *m, bool measure)
 {
     memset(m, 0, sizeof(*m));
     for (int i = 0; i < MOSAIC_HEAP_COUNT; i++) {
@@ -75,16 +84,17 @@ mosaic_memory_breakdown(mosaic_objspace_t *objspace, struct mosaic_memory *m, bo
     m->metadata = metadata_bytes(objspace);
     m->malloc = __atomic_load_n(&objspace->malloc_bytes, __ATOMIC_RELAXED);
 #ifdef __GLIBC__
-    if (libc) {
+    if (measure) {
         struct mallinfo2 mi = mallinfo2();
-        m->libc_in_use = mi.uordblks + mi.hblkhd;
-        m->libc_free = mi.fordblks;
-        m->libc_mmap = mi.hblkhd;
+        objspace->libc_measured.libc_in_use = mi.uordblks + mi.hblkhd;
+        objspace->libc_measured.libc_free = mi.fordblks;
+        objspace->libc_measured.libc_mmap = mi.hblkhd;
     }
-#else
-    (void)libc;  /* not glibc: no mallinfo2, the libc figures stay 0 */
-#endif
-    m->rss = rss_bytes();
+#endif  /* not glibc: no mallinfo2, the libc figures stay 0 */
+    m->libc_in_use = objspace->libc_measured.libc_in_use;
+    m->libc_free = objspace->libc_measured.libc_free;
+    m->libc_mmap = objspace->libc_measured.libc_mmap;
+    m->rss = measure ? rss_bytes() : objspace->rss_at_gc;
     size_t accounted = m->heap_pages + m->heap_pooled + m->libc_in_use + m->libc_free;
     m->other = m->rss > accounted ? m->rss - accounted : 0;
 }
@@ -118,6 +128,7 @@ memory_measure_overhead(mosaic_objspace_t *objspace)
     size_t rss = rss_bytes();
     size_t counted = mosaic_pace_counted_bytes(objspace);
     objspace->rss_overhead_bytes = rss > counted ? rss - counted : 0;
+    objspace->rss_at_gc = rss;
     return rss;
 }
 
@@ -163,23 +174,24 @@ mosaic_memory_after_gc(mosaic_objspace_t *objspace, unsigned int reason)
 }
 
 #ifdef __GLIBC__
-/* malloc_trim(0) when `always`, else by the rule below (mosaic_memory_after_sweep); the
- * mallinfo2 walk and the trim count in GC.stat :mosaic_malloc_trim_time. */
+/* malloc_trim(0) when `always`, else by the rule below (mosaic_memory_after_sweep); the trim
+ * counts in GC.stat :mosaic_malloc_trim_time. Called with the overhead just measured. */
 static void
 trim_malloc(mosaic_objspace_t *objspace, bool always)
 {
     uint64_t t = objspace->measure_time ? mosaic_now_ns() : 0;
-    struct mallinfo2 mi = mallinfo2();
-    size_t idle = mi.fordblks > mi.keepcost ? mi.fordblks - mi.keepcost : 0;
-    /* A trim leaves its madvised chunks in glibc's bins (fordblks does not drop): trim
-     * again when the idle figure grew since the latest trim, or this sweep freed enough
-     * to dirty bins that were trimmed before. */
-    bool grew = idle >= mosaic_add_sat(objspace->idle_at_trim, MOSAIC_TRIM_IDLE);
-    bool freed = objspace->malloc_freed_by_sweep >= MOSAIC_TRIM_IDLE;
-    if (idle < objspace->idle_at_trim) objspace->idle_at_trim = idle;
-    if (always || (idle >= MOSAIC_TRIM_IDLE && (grew || freed)) || mosaic_pace_near_limit(objspace)) {
+    /* What glibc holds free and resident shows in the overhead (RSS beyond pages and Ruby's
+     * malloc): memory a sweep frees moves from the counted bytes into it. Trim when it grew by
+     * MOSAIC_TRIM_IDLE since the latest trim's result. (It was mallinfo2's idle figure, read
+     * after every major: a walk of every free chunk in glibc's bins, 20 ms per major with
+     * 100k of them, even for a major that then did not trim.) */
+    size_t overhead = objspace->rss_overhead_bytes;
+    if (overhead < objspace->overhead_at_trim) objspace->overhead_at_trim = overhead;
+    bool grew = overhead >= mosaic_add_sat(objspace->overhead_at_trim, MOSAIC_TRIM_IDLE);
+    if (always || grew || mosaic_pace_near_limit(objspace)) {
         malloc_trim(0);
-        objspace->idle_at_trim = idle;
+        memory_measure_overhead(objspace);
+        objspace->overhead_at_trim = objspace->rss_overhead_bytes;
         objspace->stats.malloc_trim_count++;
     }
     if (objspace->measure_time) objspace->stats.malloc_trim_time_ns += mosaic_now_ns() - t;
@@ -194,31 +206,31 @@ void
 mosaic_memory_trim_now(mosaic_objspace_t *objspace)
 {
 #ifdef __GLIBC__
+    memory_measure_overhead(objspace);
     trim_malloc(objspace, true);
 #else
     (void)objspace;
 #endif
 }
 
-/* The sweep of a cycle has ended: every dead object of it is freed. After a major, give
- * malloc's free memory back to the OS when glibc holds at least MOSAIC_TRIM_IDLE free inside
- * its arenas below their top (mallinfo2: fordblks - keepcost), whatever freed it (this
- * cycle's sweep, or st_table and array buffers outgrown by realloc since), and either that
- * figure grew by MOSAIC_TRIM_IDLE since the latest trim or this sweep freed that much. glibc
- * gives back only the free top of the main arena by itself; only malloc_trim returns the
- * whole pages among the chunks below it. Both calls walk the free lists; their time counts as
- * sweep time (GC.stat :mosaic_malloc_trim_time), VM lock held. Then the overhead is measured
- * and the pacer told what the survivors hold (pace.c: old malloc; after a major, live malloc
- * and the soft limit's check). */
+/* The sweep of a cycle has ended: every dead object of it is freed. The overhead is measured
+ * (RSS read). After a major, malloc's free memory goes back to the OS when the overhead grew
+ * by MOSAIC_TRIM_IDLE since the latest trim, whatever freed it (this cycle's sweep, or
+ * st_table and array buffers outgrown by realloc since): glibc gives back only the free top
+ * of the main arena by itself; only malloc_trim returns the whole pages among the chunks
+ * below it. The trim walks the free lists; its time counts as sweep time (GC.stat
+ * :mosaic_malloc_trim_time), VM lock held. Then the pacer is told what the survivors hold
+ * (pace.c: old malloc; after a major, live malloc and the soft limit's check). */
 void
 mosaic_memory_after_sweep(mosaic_objspace_t *objspace)
 {
+    /* The rest of RSS, now that this cycle's frees are done (the soft limit's overhead;
+     * measured at the end of the GC too, for a lazy sweep that runs long; and again after a
+     * trim). */
+    memory_measure_overhead(objspace);
 #ifdef __GLIBC__
     if (objspace->full_mark) trim_malloc(objspace, false);
 #endif
-    /* The rest of RSS, now that this cycle's frees and trim are done (the soft limit's
-     * overhead; measured at the end of the GC too, for a lazy sweep that runs long). */
-    memory_measure_overhead(objspace);
     mosaic_pace_after_sweep(objspace);
 }
 

@@ -580,8 +580,10 @@ typedef struct mosaic_objspace {
     size_t malloc_live_bytes;        /* malloc_bytes when the latest major GC's sweep ended */
     size_t oldmalloc_held_bytes;     /* pace.c: survivors' malloc beyond the latest major's live malloc */
     size_t oldmalloc_trigger_bytes;  /* pace.c: oldmalloc_held_bytes when a minor asked for a major */
-    size_t idle_at_trim;             /* memory.c: glibc's idle bytes after the latest malloc_trim */
+    size_t overhead_at_trim;         /* memory.c: rss_overhead_bytes after the latest malloc_trim */
     size_t rss_overhead_bytes;       /* RSS beyond pages + malloc_bytes at the latest GC's end */
+    size_t rss_at_gc;                /* RSS read then (memory.c) */
+    struct mosaic_memory libc_measured; /* memory.c: glibc's figures (libc_*) at the latest measured breakdown */
     size_t malloc_bytes_at_gc;       /* malloc_bytes when the latest GC started */
     size_t malloc_freed_by_sweep;    /* malloc_bytes the current cycle's sweep freed (sweep.c) */
     size_t heap_bytes_at_gc;         /* slot bytes holding objects when the latest GC started */
@@ -919,7 +921,7 @@ void mosaic_pace_after_fork(mosaic_objspace_t *objspace);
 size_t mosaic_pace_keep_slots(const struct mosaic_params *params, int h, size_t live);
 
 /* memory.c: where the memory goes; MOSAIC_TRACE, MOSAIC_MEMORY_REPORT, malloc_trim */
-void mosaic_memory_breakdown(mosaic_objspace_t *objspace, struct mosaic_memory *m, bool libc);
+void mosaic_memory_breakdown(mosaic_objspace_t *objspace, struct mosaic_memory *m, bool measure);
 void mosaic_memory_after_gc(mosaic_objspace_t *objspace, unsigned int reason);
 void mosaic_memory_after_sweep(mosaic_objspace_t *objspace);
 void mosaic_memory_trim_now(mosaic_objspace_t *objspace);

@@ -196,13 +196,15 @@ mosaic_stat(mosaic_objspace_t *objspace, VALUE hash_or_sym)
     SET(mosaic_background_swept_pages, bg_pages);
     SET(mosaic_background_freed_objects, st->background_freed_objects);
     SET(mosaic_background_sweep_cpu_time, bg_cpu_ns / 1000000);
-    /* The breakdown: computed only when asked for (mallinfo2 walks malloc's bins). */
+    /* The breakdown: measured now for a single key of it (RSS read, mallinfo2's walk of
+     * malloc's bins); for the whole Hash, as of the latest GC and the latest measurement, so
+     * that GC.stat costs no system call and no walk (memory.c, mosaic_memory_breakdown). */
     {
         bool wanted = !NIL_P(hash);
         for (int i = MOSAIC_SYM_mosaic_rss_bytes; !wanted && i < MOSAIC_SYM_COUNT; i++) wanted = key == stat_symbols[i];
         if (wanted) {
             struct mosaic_memory now;
-            mosaic_memory_breakdown(objspace, &now, true);
+            mosaic_memory_breakdown(objspace, &now, NIL_P(hash));
             const struct mosaic_memory *peak = &objspace->memory_peak;
 #define MOSAIC_SET_MEMORY(name) SET(mosaic_##name##_bytes, now.name); SET(mosaic_peak_##name##_bytes, peak->name);
             MOSAIC_MEMORY_FIELDS(MOSAIC_SET_MEMORY)
