@@ -45,8 +45,9 @@ endif
 
 BUILD := build/$(VARIANT)$(if $(SAN),-asan,)
 SRCS := $(wildcard src/*.c)
-# Files whose code runs once per collection or per call from Ruby, never per object: built for
-# size (-Os where the variant says -O3). The library's code is resident in every process (the
+# Files whose code runs once per collection or per call from Ruby (configuration, reports, heap
+# walks), not on the allocation, marking or sweeping paths: built for size (-Os where the
+# variant says -O3). The library's code is resident in every process (the
 # kernel maps a file's pages around each one touched), so its size is memory: docs/DESIGN.md
 # section 7, "Code size".
 COLD := collect config memory pace verify walk size_histogram

@@ -121,9 +121,10 @@ reason_name(unsigned int reason)
 }
 
 /* rss_overhead_bytes: RSS beyond the page and malloc bytes Mosaic counts (what the soft limit
- * adds to them, pace.c). Returns RSS. */
-static size_t
-memory_measure_overhead(mosaic_objspace_t *objspace)
+ * adds to them, pace.c), and rss_at_gc. Read at each GC's end, after a major's sweep, at boot
+ * and in a forked child (pace.c). Returns RSS. */
+size_t
+mosaic_memory_measure_overhead(mosaic_objspace_t *objspace)
 {
     size_t rss = rss_bytes();
     size_t counted = mosaic_pace_counted_bytes(objspace);
@@ -167,13 +168,36 @@ mosaic_memory_after_gc(mosaic_objspace_t *objspace, unsigned int reason)
                 mib(objspace->malloc_limit), mib(objspace->oldmalloc_held_bytes), mib(objspace->oldmalloc_limit),
                 pause_us / 1000, pause_us % 1000, objspace->gc_time_share * 100);
     }
-    size_t rss = memory_measure_overhead(objspace);
+    size_t rss = mosaic_memory_measure_overhead(objspace);
     if (rss > objspace->memory_peak.rss + objspace->memory_peak.rss / 50) {
         mosaic_memory_breakdown(objspace, &objspace->memory_peak, true);
     }
 }
 
 #ifdef __GLIBC__
+/* What the overhead cannot see: memory a C extension malloc'd outside Ruby's accounting (a
+ * database client's result) is in the overhead while in use and stays there once freed into
+ * glibc's bins. glibc's own idle figure (mallinfo2: fordblks - keepcost) sees it, but
+ * mallinfo2 walks every free chunk in the bins, so it is read at a major only when at least
+ * 100 times its latest cost has passed since it was last read (wall clock): at most 1% of the
+ * time, every major for a 50 us walk, once in 2 s for a 20 ms one. True when it grew by
+ * MOSAIC_TRIM_IDLE since the first walk after the latest trim (a trim leaves its chunks
+ * counted as free, so the figure after a trim is the new baseline: idle_at_trim is
+ * MOSAIC_SIZE_MAX until a walk sets it). */
+static bool
+libc_idle_grew(mosaic_objspace_t *objspace)
+{
+    uint64_t start = mosaic_now_ns();
+    if (objspace->libc_walked_at_ns && start - objspace->libc_walked_at_ns < objspace->libc_walk_ns * 100) return false;
+    struct mallinfo2 mi = mallinfo2();
+    uint64_t end = mosaic_now_ns();
+    objspace->libc_walk_ns = end - start;
+    objspace->libc_walked_at_ns = end;
+    size_t idle = mi.fordblks > mi.keepcost ? mi.fordblks - mi.keepcost : 0;
+    if (idle < objspace->idle_at_trim) objspace->idle_at_trim = idle;
+    return idle >= MOSAIC_TRIM_IDLE && idle >= mosaic_add_sat(objspace->idle_at_trim, MOSAIC_TRIM_IDLE);
+}
+
 /* malloc_trim(0) when `always`, else by the rule below (mosaic_memory_after_sweep); the trim
  * counts in GC.stat :mosaic_malloc_trim_time. Called with the overhead just measured. */
 static void
@@ -182,16 +206,18 @@ trim_malloc(mosaic_objspace_t *objspace, bool always)
     uint64_t t = objspace->measure_time ? mosaic_now_ns() : 0;
     /* What glibc holds free and resident shows in the overhead (RSS beyond pages and Ruby's
      * malloc): memory a sweep frees moves from the counted bytes into it. Trim when it grew by
-     * MOSAIC_TRIM_IDLE since the latest trim's result. (It was mallinfo2's idle figure, read
-     * after every major: a walk of every free chunk in glibc's bins, 20 ms per major with
-     * 100k of them, even for a major that then did not trim.) */
+     * MOSAIC_TRIM_IDLE since the latest trim's result; or when glibc's idle figure grew, read
+     * within a time budget (libc_idle_grew). (It was that figure alone, read after every
+     * major: a walk of every free chunk in glibc's bins, 20 ms per major with 100k of them,
+     * even for a major that then did not trim.) */
     size_t overhead = objspace->rss_overhead_bytes;
     if (overhead < objspace->overhead_at_trim) objspace->overhead_at_trim = overhead;
     bool grew = overhead >= mosaic_add_sat(objspace->overhead_at_trim, MOSAIC_TRIM_IDLE);
-    if (always || grew || mosaic_pace_near_limit(objspace)) {
+    if (always || grew || libc_idle_grew(objspace) || mosaic_pace_near_limit(objspace)) {
         malloc_trim(0);
-        memory_measure_overhead(objspace);
+        mosaic_memory_measure_overhead(objspace);
         objspace->overhead_at_trim = objspace->rss_overhead_bytes;
+        objspace->idle_at_trim = MOSAIC_SIZE_MAX;
         objspace->stats.malloc_trim_count++;
     }
     if (objspace->measure_time) objspace->stats.malloc_trim_time_ns += mosaic_now_ns() - t;
@@ -206,7 +232,7 @@ void
 mosaic_memory_trim_now(mosaic_objspace_t *objspace)
 {
 #ifdef __GLIBC__
-    memory_measure_overhead(objspace);
+    mosaic_memory_measure_overhead(objspace);
     trim_malloc(objspace, true);
 #else
     (void)objspace;
@@ -229,7 +255,7 @@ mosaic_memory_after_sweep(mosaic_objspace_t *objspace)
      * bounds). It is also measured at each GC's end; after a trim, again. A minor's sweep
      * without a limit has no reader: one /proc read (6 us) fewer per GC, and small heaps
      * run thousands of GCs (arrays: 17818). */
-    if (objspace->full_mark || objspace->params.memory_limit) memory_measure_overhead(objspace);
+    if (objspace->full_mark || objspace->params.memory_limit) mosaic_memory_measure_overhead(objspace);
 #ifdef __GLIBC__
     if (objspace->full_mark) trim_malloc(objspace, false);
 #endif

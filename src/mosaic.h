@@ -581,6 +581,9 @@ typedef struct mosaic_objspace {
     size_t oldmalloc_held_bytes;     /* pace.c: survivors' malloc beyond the latest major's live malloc */
     size_t oldmalloc_trigger_bytes;  /* pace.c: oldmalloc_held_bytes when a minor asked for a major */
     size_t overhead_at_trim;         /* memory.c: rss_overhead_bytes after the latest malloc_trim */
+    size_t idle_at_trim;             /* memory.c: glibc's idle bytes at the first walk after the latest trim */
+    uint64_t libc_walk_ns;           /* memory.c: what the latest mallinfo2 walk took */
+    uint64_t libc_walked_at_ns;      /* and when it ended */
     size_t rss_overhead_bytes;       /* RSS beyond pages + malloc_bytes at the latest GC's end */
     size_t rss_at_gc;                /* RSS read then (memory.c) */
     struct mosaic_memory libc_measured; /* memory.c: glibc's figures (libc_*) at the latest measured breakdown */
@@ -922,6 +925,7 @@ size_t mosaic_pace_keep_slots(const struct mosaic_params *params, int h, size_t 
 
 /* memory.c: where the memory goes; MOSAIC_TRACE, MOSAIC_MEMORY_REPORT, malloc_trim */
 void mosaic_memory_breakdown(mosaic_objspace_t *objspace, struct mosaic_memory *m, bool measure);
+size_t mosaic_memory_measure_overhead(mosaic_objspace_t *objspace);
 void mosaic_memory_after_gc(mosaic_objspace_t *objspace, unsigned int reason);
 void mosaic_memory_after_sweep(mosaic_objspace_t *objspace);
 void mosaic_memory_trim_now(mosaic_objspace_t *objspace);

@@ -49,8 +49,9 @@
  *   slots after GC"): after marking, the room the heap has for new objects -- free slots of
  *   every class, pooled pages and the growth just asked, in bytes --
  *   is at least heap_free_slots * (live Ractors, at most 8) 40-byte slots; the shared budget
- *   takes the pages missing, after a minor GC as after a major, and fresh pages up to it do
- *   not wait for the growth step. The default value hardly ever decides anything (a class
+ *   takes the pages missing (first keeping pages a major's shrink would give back), after a
+ *   minor GC as after a major, and fresh pages up to it, with malloc, do not wait for the
+ *   growth step (at most the pages in use or 32 MiB per GC). The default value hardly ever decides anything (a class
  *   short of 20% free asks already); a user who sets it high gets about that many
  *   allocations between GCs, for the memory.
  * heap_target_bytes = (pages in use + pages the budgets allow) * MOSAIC_PAGE_SIZE: the page
@@ -129,6 +130,8 @@ mosaic_pace_init(mosaic_objspace_t *objspace)
     objspace->oldmalloc_limit = objspace->params.oldmalloc_limit_min;
     /* The GC time share counts from here: the first GC's interval is the boot before it. */
     objspace->last_gc_end_ns = mosaic_now_ns();
+    /* RSS and the overhead from the start (GC.stat's Hash reads them; memory.c). */
+    mosaic_memory_measure_overhead(objspace);
     objspace->stress_minor_countdown = objspace->params.stress_minor_every;
 }
 
@@ -225,6 +228,8 @@ mosaic_pace_after_fork(mosaic_objspace_t *objspace)
     objspace->malloc_live_bytes = __atomic_load_n(&objspace->malloc_bytes, __ATOMIC_RELAXED);
     objspace->oldmalloc_held_bytes = 0;
     objspace->oldmalloc_trigger_bytes = 0;
+    /* The parent's RSS is not the child's (GC.stat's Hash reads it until the child's first GC). */
+    mosaic_memory_measure_overhead(objspace);
 }
 
 /* The old-object limits, from the old objects counted now: after a major GC, and after
@@ -286,10 +291,17 @@ churning(const struct mosaic_heap *heap, size_t live)
     return empty_at_gc < total / 16 || garbage > empty_at_gc;
 }
 
+/* The floor's budget in one GC is at most the pages in use or this, whichever is more: a huge
+ * RUBY_GC_HEAP_FREE_SLOTS grows the heap geometrically, a GC between steps, instead of letting
+ * a program allocate until memory runs out without ever collecting. */
+#define MOSAIC_FLOOR_GROW_MIN ((size_t)32 << 20)
+
 /* RUBY_GC_HEAP_FREE_SLOTS (see the top of this file): the page bytes the shared budget needs
  * beyond `asked` so that the heap has room for heap_free_slots 40-byte slots per live Ractor
- * (at most 8), counting `room` (the free slot bytes of every class), the pooled pages and
- * `asked`. (A class's init-slot budget is its own: not counted.) 0 when it has. */
+ * (at most 8), counting `room` (the free slot bytes the classes keep), the pooled pages and
+ * `asked`. (A class's init-slot budget is its own: not counted.) What is missing is covered
+ * first by keeping pages a major's shrink would give back (freeable_pages: giving them back to
+ * map them again would be churn), then by fresh pages. Returns their bytes, 0 when none. */
 static size_t
 free_slots_floor_grow(mosaic_objspace_t *objspace, size_t room, size_t asked)
 {
@@ -300,8 +312,19 @@ free_slots_floor_grow(mosaic_objspace_t *objspace, size_t room, size_t asked)
     room = mosaic_add_sat(room, mosaic_add_sat(objspace->pool_count * MOSAIC_PAGE_SIZE, asked));
     if (room >= floor) return 0;
     size_t missing = floor - room;
+    for (int i = 0; i < MOSAIC_HEAP_COUNT && missing > 0; i++) {
+        struct mosaic_heap *heap = &objspace->heaps[i];
+        size_t page_room = heap->slots_per_page * heap->slot_size;
+        while (heap->freeable_pages > 0 && missing > 0) {
+            heap->freeable_pages--;
+            missing = missing > page_room ? missing - page_room : 0;
+        }
+    }
     size_t pages = missing / MOSAIC_PAGE_SIZE + (missing % MOSAIC_PAGE_SIZE != 0);
-    return pages > MOSAIC_SIZE_MAX / MOSAIC_PAGE_SIZE ? MOSAIC_SIZE_MAX : pages * MOSAIC_PAGE_SIZE;
+    size_t bytes = pages > MOSAIC_SIZE_MAX / MOSAIC_PAGE_SIZE ? MOSAIC_SIZE_MAX : pages * MOSAIC_PAGE_SIZE;
+    size_t cap = objspace->sorted_count * MOSAIC_PAGE_SIZE;
+    if (cap < MOSAIC_FLOOR_GROW_MIN) cap = MOSAIC_FLOOR_GROW_MIN;
+    return bytes < cap ? bytes : cap;
 }
 
 /* The soft limit, after marking: how many page bytes may still be asked for. */
@@ -336,7 +359,6 @@ mosaic_pace_after_mark(mosaic_objspace_t *objspace)
         /* A class below its init slots may always grow up to them without collecting. */
         size_t init = params->heap_init_slots[i];
         heap->allocatable_slots = total < init ? init - total : 0;
-        room_bytes = mosaic_add_sat(room_bytes, free * heap->slot_size);
         target_pages += heap->allocatable_slots / heap->slots_per_page;
 
         /* A major GC measures what is live: the class's target for minor GCs. */
@@ -351,6 +373,10 @@ mosaic_pace_after_mark(mosaic_objspace_t *objspace)
             size_t keep = mosaic_pace_keep_slots(params, i, live);
             heap->freeable_pages = total > keep ? (total - keep) / heap->slots_per_page : 0;
         }
+        /* Room for new objects, for the floor below: the free slots this sweep does not give
+         * back to the OS with the pages beyond what the class keeps. */
+        size_t released = heap->freeable_pages * heap->slots_per_page;
+        room_bytes = mosaic_add_sat(room_bytes, (free > released ? free - released : 0) * heap->slot_size);
 
         /* Pages the mark's catch-up steps added (alloc.c) were growth taken ahead of this
          * decision: the class asks as if it had not taken them, less what it took. */
@@ -381,15 +407,23 @@ mosaic_pace_after_mark(mosaic_objspace_t *objspace)
     /* The floor, then the soft limit: ask for no more than fits, and collect old garbage
      * before growing. */
     size_t floor_grow = free_slots_floor_grow(objspace, room_bytes, shared_grow_bytes);
-    shared_grow_bytes = mosaic_add_sat(shared_grow_bytes, floor_grow);
     size_t headroom = limit_headroom(objspace);
-    if (shared_grow_bytes > headroom) {
-        shared_grow_bytes = headroom / MOSAIC_PAGE_SIZE * MOSAIC_PAGE_SIZE;
-        if (minor && params->allow_full_mark) objspace->need_major |= MOSAIC_REASON_MAJOR_NOFREE;
+    /* Only the classes' own asks make a minor GC that cannot have them ask for a major: the
+     * floor is cut to what fits, whatever it is. */
+    if (shared_grow_bytes > headroom && minor && params->allow_full_mark) {
+        objspace->need_major |= MOSAIC_REASON_MAJOR_NOFREE;
     }
+    shared_grow_bytes = mosaic_add_sat(shared_grow_bytes, floor_grow);
+    if (shared_grow_bytes > headroom) shared_grow_bytes = headroom / MOSAIC_PAGE_SIZE * MOSAIC_PAGE_SIZE;
     objspace->allocatable_bytes = shared_grow_bytes;
-    /* The floor's budget may be taken whole before a GC, whatever the growth step. */
+    /* The floor's budget may be taken whole before a GC, whatever the growth step; malloc
+     * meanwhile counts in it as in the step (the growth trigger), so a program that mallocs
+     * as it allocates keeps the floor too. (malloc_limit still collects as ever.) Under the
+     * soft limit the trigger stays as the limit set it. */
     objspace->free_slots_floor_bytes = floor_grow ? shared_grow_bytes : 0;
+    if (objspace->free_slots_floor_bytes > objspace->growth_trigger_bytes && headroom == MOSAIC_SIZE_MAX) {
+        objspace->growth_trigger_bytes = objspace->free_slots_floor_bytes;
+    }
     objspace->grown_since_gc = 0;
     objspace->live_bytes = live_bytes;
     objspace->heap_target_bytes = mosaic_add_sat(target_pages * MOSAIC_PAGE_SIZE, shared_grow_bytes);

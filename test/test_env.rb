@@ -67,6 +67,18 @@ class TestMosaicEnv < Test::Unit::TestCase
     without, with = out.split.map(&:to_i)
     assert_operator without, :>, 40
     assert_operator with, :<=, 6
+    # A heap that grows while the program mallocs now and then keeps the floor too: any malloc
+    # used to end the floor's budget once 16 MiB of fresh pages and malloc together were taken
+    # (the growth trigger): 8 GCs for this build-up, 4 now, 28 without the setting.
+    build_up = "GC.start; c = GC.count; a = []; 2_000_000.times { |i| a << Object.new; 'm' * 1000 if i % 1000 == 0 }; print GC.count - c"
+    out, err, status = run_with({ "RUBY_GC_HEAP_FREE_SLOTS" => "3000000" }, build_up)
+    assert_predicate status, :success?, err
+    assert_operator out.to_i, :<=, 5
+    # A value too large to mean anything (4 TB of room) still collects: one GC's floor budget
+    # is at most the pages in use or 32 MiB, so the heap grows by steps with GCs between.
+    out, err, status = run_with({ "RUBY_GC_HEAP_FREE_SLOTS" => "100000000000" }, churn)
+    assert_predicate status, :success?, err
+    assert_operator out.to_i, :>=, 2
   end
 
   def test_mosaic_verify_checks_heap_after_every_gc

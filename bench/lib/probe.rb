@@ -138,7 +138,10 @@ if ENV["MOSAIC_BENCH_PROBE"]
         r["heap_live_slots"] = s[:heap_live_slots]
         r["heap_free_slots"] = s[:heap_free_slots]
         r["heap_allocated_pages"] = s[:heap_allocated_pages]
+        # The Hash's memory figures (RSS, glibc's) are as of the latest GC or measurement: the
+        # exit's are read one key at a time, which measures them now (docs/DESIGN.md section 6).
         r["mosaic_stats"] = s.select { |k, _| k.to_s.start_with?("mosaic_") }
+                             .to_h { |k, v| [k, k.to_s.match?(/\Amosaic_(rss|libc_\w+|other)_bytes\z/) ? GC.stat(k) : v] }
       rescue StandardError => e
         errors << "GC.stat: #{e.class}: #{e.message}"
       end
