@@ -44,7 +44,8 @@
  *   garbage every cycle, its empty pages reused from the pool before they can sit idle.
  * Growth in steps, slots and malloc in one budget: however large the budget, once fresh pages
  *   mapped plus the net malloc increase since the latest GC reach the growth step (1/8 of the
- *   pages in use, at least 4 MiB), fresh pages wait for a GC (mosaic_pace_grown_enough, below).
+ *   pages in use or of the latest major's live malloc, whichever is more, at least 4 MiB),
+ *   fresh pages wait for a GC (mosaic_pace_grown_enough, below).
  * The floor (RUBY_GC_HEAP_FREE_SLOTS, 4096; the default GC's "prepare at least this amount of
  *   slots after GC"): after marking, the room the heap has for new objects -- free slots of
  *   every class, pooled pages and the growth just asked, in bytes --
@@ -161,9 +162,11 @@ mosaic_pace_over_limit(mosaic_objspace_t *objspace)
     return mosaic_add_sat(mosaic_pace_used_bytes(objspace), MOSAIC_PAGE_SIZE) > limit;
 }
 
-/* Growth in steps: however large the budget, once the heap has taken an eighth of its pages
- * (at least MOSAIC_GROWTH_STEP_MIN) since the latest GC, in fresh pages and malloc together
- * (mosaic_pace_grown_bytes), the next fresh page waits for a GC.
+/* Growth in steps: however large the budget, once the heap has taken an eighth of its pages,
+ * or of the malloc the latest major found live if that is more (at least
+ * MOSAIC_GROWTH_STEP_MIN), since the latest GC, in fresh pages and malloc together
+ * (mosaic_pace_grown_bytes), the next fresh page waits for a GC. (By pages alone, a program
+ * holding 400 MB of malloc over 4 MiB of pages collected every 4 MiB of malloc.)
  * Why: a budget is sized from what was live at the GC; when the program stops building up
  * (a temporary structure completes, then dies), the rest of the budget would only be filled
  * with garbage (gcbench: a 22 MiB step taken whole, 56 MiB of pages for a 40 MiB peak of live
@@ -172,6 +175,8 @@ size_t
 mosaic_pace_growth_step(mosaic_objspace_t *objspace)
 {
     size_t step = objspace->sorted_count * MOSAIC_PAGE_SIZE / MOSAIC_GROWTH_STEP_DIVISOR;
+    size_t by_malloc = objspace->malloc_live_bytes / MOSAIC_GROWTH_STEP_DIVISOR;
+    if (by_malloc > step) step = by_malloc;
     return step < MOSAIC_GROWTH_STEP_MIN ? MOSAIC_GROWTH_STEP_MIN : step;
 }
 

@@ -343,6 +343,23 @@ class TestMosaicMemory < Test::Unit::TestCase
     RUBY
   end
 
+  # The growth step is an eighth of what the heap holds: of its pages, or of the malloc the
+  # latest major found live when that is more. By pages alone, a program holding hundreds of
+  # MB of malloc over a few MiB of pages collected every 4 MiB of malloc (malloc-fragmented's
+  # build-up: 100 GCs against the default GC's 20).
+  def test_growth_step_follows_live_malloc
+    omit "Mosaic's pacing" unless mosaic?
+    assert_gc_script(<<~'RUBY')
+      keep = Array.new(40_000) { "k" * 2000 }   # ~80 MB of malloc'd buffers, 40k slots
+      GC.start
+      live = GC.stat(:mosaic_malloc_live_bytes)
+      assert_operator live, :>=, 70 << 20
+      assert_operator GC.stat(:mosaic_growth_step_bytes), :>=, live / 8
+      assert_operator GC.stat(:mosaic_heap_pages_bytes) / 8, :<, live / 8
+      keep.size
+    RUBY
+  end
+
   # GC.stat without a key answers from figures that cost nothing to read, as the default GC's
   # does: Mosaic's memory keys there are as of the latest GC (RSS) and of the latest breakdown
   # measured (glibc's mallinfo2); a single key is measured now. It used to read
