@@ -402,6 +402,8 @@ rb_gc_impl_after_fork(void *objspace_ptr, rb_pid_t pid)
      * off every freelist, uncounted, for the child's whole life. */
     if (pid == 0) {
         mosaic_caches_clear(objspace_ptr);
+        /* No GC thread in the child's first collection (mark_workers.c). */
+        mosaic_gc_threads_after_fork(objspace_ptr);
         /* Then what the child inherited becomes old (generation.c). */
         mosaic_generation_after_fork(objspace_ptr);
     }

@@ -27,7 +27,8 @@
  *  - It runs only between collections: mosaic_bg_sweep_stop waits for it to be idle, and
  *    whatever needs every page swept, or the heap unchanging, calls that first (the rest of a
  *    sweep, heap walks, event hooks, exit). A fork stops it (pthread_atfork, so a fork from C
- *    too): the child has no such thread, and starts a new one at its first collection.
+ *    too): the child has no such thread, and starts a new one at its second collection (its
+ *    first sweeps on the mutator: mosaic_gc_threads_allowed).
  *  - The page list is rebuilt only while the thread is idle (mosaic_sweep_prepare, inside a
  *    collection).
  */
@@ -208,6 +209,7 @@ mosaic_bg_sweep_start(mosaic_objspace_t *objspace)
 {
     struct mosaic_bg_sweep *bg = objspace->bg_sweep;
     if (!bg || bg->count == 0 || !objspace->params.background_sweep) return;
+    if (!bg->started && !mosaic_gc_threads_allowed(objspace)) return;  /* a forked child's first GC */
     pthread_mutex_lock(&bg->lock);
     /* An event hook on freed objects wants every free reported on a Ruby thread. */
     if (bg->hooked || bg->forking || bg->running) {

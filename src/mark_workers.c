@@ -29,7 +29,8 @@
  *    rb_gc_mark_children (through their marker) and the allocator (xfree from mark functions).
  *  - They block every signal but the synchronous faults (SIGSEGV, SIGBUS, SIGILL, SIGFPE,
  *    SIGABRT), so a signal meant for Ruby never lands on them and a crash still reports.
- *  - They are stopped (joined) before fork and started again at the next parallel mark: a
+ *  - They are stopped (joined) before fork and started again at the next parallel mark (in a
+ *    forked child, not in its first collection: mosaic_gc_threads_after_fork): a
  *    forked child has only the thread that forked, and Process.daemon's child has no extra
  *    thread (TestProcess#test_daemon_no_threads). A child forked behind Ruby's back (fork(2)
  *    from C) notices by its pid and abandons the parent's record instead of waiting for
@@ -261,9 +262,21 @@ workers_start(mosaic_objspace_t *objspace)
 
 /* A parallel mark phase begins (collecting thread, world stopped): a whole mark
  * (step_budget 0), or an incremental step in which each marker marks step_budget slots. */
+/* A forked child (rb_gc_impl_after_fork): its first collection starts no GC thread, neither
+ * markers nor the background sweeper; they start from its second. *Why*: a child that
+ * collects once right after the fork (Process.daemon's, then a few allocations) would show
+ * threads the program did not make: CRuby's TestProcess#test_daemon_no_threads counts
+ * /proc/self/task in such a child and failed when its allocations happened to reach a GC. */
+void
+mosaic_gc_threads_after_fork(mosaic_objspace_t *objspace)
+{
+    objspace->threads_held_until_count = objspace->stats.count + 1;
+}
+
 bool
 mosaic_mark_workers_begin(mosaic_objspace_t *objspace, size_t step_budget)
 {
+    if (!mosaic_gc_threads_allowed(objspace)) return false;
     /* A fork that bypassed rb_gc_impl_before_fork (fork(2) called by C code) left the threads
      * behind in the parent: their record is abandoned, never waited for. */
     if (objspace->workers && objspace->workers->pid != getpid()) objspace->workers = NULL;

@@ -501,6 +501,7 @@ typedef struct mosaic_objspace {
     struct mosaic_weak_index weak_index; /* weak_index.c; built only after a remove_weak */
     bool aging;                      /* this mark phase ages and promotes what it marks */
     struct mosaic_mark_workers *workers; /* parallel marking threads (mark_workers.c), or NULL */
+    size_t threads_held_until_count; /* no GC thread starts while stats.count <= this (mosaic_gc_threads_allowed) */
     struct mosaic_bg_sweep *bg_sweep; /* the background sweeper (bg_sweep.c), or NULL */
     size_t last_traced[2];           /* ... by the latest minor [0] and major [1] mark phase, plus one (0: none yet) */
     /* Incremental marking (DESIGN section 10, collect.c and mark.c). */
@@ -847,6 +848,14 @@ bool mosaic_marker_trace(mosaic_objspace_t *objspace, struct mosaic_marker *mark
 size_t mosaic_marker_marked(const struct mosaic_marker *marker);
 
 /* mark_workers.c: parallel marking threads and the work they share */
+/* Whether a GC thread (marker, background sweeper) may start now: not in a forked child's
+ * first collection (mark_workers.c, mosaic_gc_threads_after_fork). */
+static inline bool
+mosaic_gc_threads_allowed(const mosaic_objspace_t *objspace)
+{
+    return objspace->stats.count > objspace->threads_held_until_count;
+}
+void mosaic_gc_threads_after_fork(mosaic_objspace_t *objspace);
 bool mosaic_mark_workers_begin(mosaic_objspace_t *objspace, size_t step_budget);
 void mosaic_mark_workers_step(mosaic_objspace_t *objspace, struct mosaic_marker *marker);
 bool mosaic_mark_workers_hungry(mosaic_objspace_t *objspace);

@@ -174,6 +174,36 @@ class TestMosaicBackgroundSweep < Test::Unit::TestCase
     RUBY
   end
 
+  # A forked child's first collection starts no sweeper thread (the mutator sweeps), its second
+  # does: a child that collects once right after the fork (Process.daemon's) must not show a
+  # thread it did not make (CRuby's TestProcess#test_daemon_no_threads failed that way).
+  def test_forked_child_starts_the_sweeper_at_its_second_collection
+    omit "Mosaic's background sweeper" unless mosaic?
+    omit "needs fork and /proc" unless Process.respond_to?(:fork) && File.directory?("/proc/self/task")
+    assert_gc_script(PRELUDE + <<~'RUBY', env: BG, timeout: 120)
+      def sweepers = Dir.glob("/proc/self/task/*/comm").count { |f| (File.read(f) rescue "").start_with?("mosaic-sweep") }
+      live = Array.new(5_000) { |i| "keep-#{i}" }
+      garbage(100_000, 0)
+      GC.start(immediate_sweep: false)
+      r, w = IO.pipe
+      pid = fork do
+        r.close
+        before = sweepers
+        GC.start(immediate_sweep: false)   # the child's first collection
+        first = sweepers
+        garbage(100_000, 1)
+        GC.start(immediate_sweep: false)
+        w.puts [before, first, sweepers, live.last].join(",")
+        w.close
+        exit!(0)
+      end
+      w.close
+      assert_equal "0,0,1,keep-4999", r.read.chomp
+      Process.wait(pid)
+      assert_predicate $?, :success?
+    RUBY
+  end
+
   # Heap walks and a FREEOBJ hook turned on in the middle of a sweep stop the thread: a walk
   # never yields an object the thread freed, and every free after the hook is reported.
   def test_heap_walks_and_hooks_during_a_background_sweep
