@@ -260,8 +260,6 @@ workers_start(mosaic_objspace_t *objspace)
     return true;
 }
 
-/* A parallel mark phase begins (collecting thread, world stopped): a whole mark
- * (step_budget 0), or an incremental step in which each marker marks step_budget slots. */
 /* A forked child (rb_gc_impl_after_fork): its first collection starts no GC thread, neither
  * markers nor the background sweeper; they start from its second. *Why*: a child that
  * collects once right after the fork (Process.daemon's, then a few allocations) would show
@@ -273,6 +271,8 @@ mosaic_gc_threads_after_fork(mosaic_objspace_t *objspace)
     objspace->threads_held_until_count = objspace->stats.count + 1;
 }
 
+/* A parallel mark phase begins (collecting thread, world stopped): a whole mark
+ * (step_budget 0), or an incremental step in which each marker marks step_budget slots. */
 bool
 mosaic_mark_workers_begin(mosaic_objspace_t *objspace, size_t step_budget)
 {

@@ -52,9 +52,9 @@
  *   is at least heap_free_slots * (live Ractors, at most 8) 40-byte slots; the shared budget
  *   takes the pages missing (first keeping pages a major's shrink would give back), after a
  *   minor GC as after a major, and fresh pages up to it, with malloc, do not wait for the
- *   growth step (at most the pages in use or 32 MiB per GC). The default value hardly ever decides anything (a class
- *   short of 20% free asks already); a user who sets it high gets about that many
- *   allocations between GCs, for the memory.
+ *   growth step (at most the pages in use or 32 MiB per GC). The default value hardly ever
+ *   decides anything (a class short of 20% free asks already); a user who sets it high gets
+ *   about that many allocations between GCs, for the memory.
  * heap_target_bytes = (pages in use + pages the budgets allow) * MOSAIC_PAGE_SIZE: the page
  * memory the heap may reach before the next GC (GC.stat :mosaic_heap_target_bytes).
  *
@@ -320,10 +320,10 @@ free_slots_floor_grow(mosaic_objspace_t *objspace, size_t room, size_t asked)
     for (int i = 0; i < MOSAIC_HEAP_COUNT && missing > 0; i++) {
         struct mosaic_heap *heap = &objspace->heaps[i];
         size_t page_room = heap->slots_per_page * heap->slot_size;
-        while (heap->freeable_pages > 0 && missing > 0) {
-            heap->freeable_pages--;
-            missing = missing > page_room ? missing - page_room : 0;
-        }
+        size_t kept = missing / page_room + (missing % page_room != 0);
+        if (kept > heap->freeable_pages) kept = heap->freeable_pages;
+        heap->freeable_pages -= kept;
+        missing = missing > kept * page_room ? missing - kept * page_room : 0;
     }
     size_t pages = missing / MOSAIC_PAGE_SIZE + (missing % MOSAIC_PAGE_SIZE != 0);
     size_t bytes = pages > MOSAIC_SIZE_MAX / MOSAIC_PAGE_SIZE ? MOSAIC_SIZE_MAX : pages * MOSAIC_PAGE_SIZE;
