@@ -13,12 +13,20 @@
  * at 0 (malloc's free memory is not all resident).
  *
  * The peak snapshot: at the end of each GC, RSS is read (one read of /proc/self/statm); when
- * it is 2% or more above the snapshot's, the whole breakdown is taken again (mallinfo2 walks
- * every free chunk in malloc's bins, so it is not done at every GC). It is the breakdown at the
- * GC when RSS was highest, within 2%: RSS may peak between GCs.
+ * it is 2% or more above the snapshot's, the whole breakdown is taken again. It is the
+ * breakdown at the GC when RSS was highest, within 2%: RSS may peak between GCs.
  *
- * GC.stat with one memory key measures now; GC.stat's Hash reads nothing: RSS as of the
- * latest GC, glibc's figures as of the latest measurement (mosaic_memory_breakdown).
+ * Walks of glibc's bins: mallinfo2 and malloc_trim both visit every free chunk in malloc's
+ * bins (20 ms with 100k of them), so the collector's own walks (the peak snapshot's glibc
+ * figures, the trim rule's idle figure, a trim that returned little) share one time budget:
+ * at least 100 times the latest walk's cost passes between two of them, at most 1% of the
+ * time (libc_walk_due). What a user asks for (GC.stat with one memory key, the report, a
+ * trim at Process.warmup or near the soft limit) walks now.
+ *
+ * GC.stat with one memory key measures now; GC.stat's Hash reads nothing: RSS and glibc's
+ * figures as of their latest measurement (RSS: a GC's end or a measured breakdown; glibc's: a
+ * walk), so that one keyed call followed by the Hash gives one consistent measured breakdown
+ * (what bench/lib/probe.rb does at exit) for one walk (mosaic_memory_breakdown).
  *
  * Invariants: nothing here allocates a Ruby object or takes the VM lock; it may run inside a
  * collection (GC.stat from an event hook).
@@ -61,14 +69,55 @@ metadata_bytes(mosaic_objspace_t *objspace)
     return n;
 }
 
-/* Fills `m`. With `measure`, RSS is read now and glibc's figures are taken now (mallinfo2,
- * which walks every free chunk in malloc's bins: tens of ms with 100k of them), and kept for
- * the next unmeasured call; without, RSS is the one read at the latest GC's end and glibc's
- * figures those of the latest measured call (0 before any): nothing is read or walked, so
- * GC.stat without a key costs what the default GC's does. The counted figures (pages, slots,
- * metadata, Ruby's malloc) are exact now either way. */
+#ifdef __GLIBC__
+/* The walk budget (header): true when at least 100 times the next walk's cost has passed
+ * since the latest walk ended (wall clock). The next walk's cost is the latest's, scaled by
+ * the chunks it will visit: those the latest visited plus those freed since (an upper
+ * bound: glibc merges neighbours). Scaled, because the walk that matters is the one after
+ * a sweep freed 100k chunks, 100 times the cost of the latest walk before it. */
+static bool
+libc_walk_due(const mosaic_objspace_t *objspace)
+{
+    if (!objspace->libc_walked_at_ns) return true;
+    size_t then = objspace->libc_walked_chunks + 1;
+    size_t next = mosaic_add_sat(then, __atomic_load_n(&objspace->libc_frees, __ATOMIC_RELAXED));
+    double cost_ns = (double)objspace->libc_walk_ns * (double)next / (double)then;
+    return (double)(mosaic_now_ns() - objspace->libc_walked_at_ns) >= cost_ns * 100.0;
+}
+
+/* A walk of `chunks` free chunks started at start_ns has ended. */
+static void
+libc_walk_done(mosaic_objspace_t *objspace, uint64_t start_ns, size_t chunks)
+{
+    uint64_t end = mosaic_now_ns();
+    objspace->libc_walk_ns = end - start_ns;
+    objspace->libc_walked_at_ns = end;
+    objspace->libc_walked_chunks = chunks;
+    __atomic_store_n(&objspace->libc_frees, 0, __ATOMIC_RELAXED);
+}
+
+/* glibc's figures now (mallinfo2's walk), kept in libc_measured. */
+static struct mallinfo2
+libc_measure(mosaic_objspace_t *objspace)
+{
+    uint64_t start = mosaic_now_ns();
+    struct mallinfo2 mi = mallinfo2();
+    libc_walk_done(objspace, start, mi.ordblks + mi.smblks);
+    objspace->libc_measured.libc_in_use = mi.uordblks + mi.hblkhd;
+    objspace->libc_measured.libc_free = mi.fordblks;
+    objspace->libc_measured.libc_mmap = mi.hblkhd;
+    return mi;
+}
+#endif
+
+/* Fills `m`. The counted figures (pages, slots, metadata, Ruby's malloc) are exact now
+ * whatever `measure` says. RSS is read now unless MOSAIC_MEASURE_NONE (then: the latest read,
+ * at a GC's end or a measured breakdown). glibc's figures are taken now with MOSAIC_MEASURE_NOW, or with
+ * MOSAIC_MEASURE_PACED when the walk budget allows; else they are those of the latest walk
+ * (0 before any). With MOSAIC_MEASURE_NONE nothing is read or walked, so GC.stat without a key
+ * costs what the default GC's does. */
 void
-mosaic_memory_breakdown(mosaic_objspace_t *objspace, struct mosaic_memory *m, bool measure)
+mosaic_memory_breakdown(mosaic_objspace_t *objspace, struct mosaic_memory *m, enum mosaic_measure measure)
 {
     memset(m, 0, sizeof(*m));
     for (int i = 0; i < MOSAIC_HEAP_COUNT; i++) {
@@ -84,17 +133,15 @@ mosaic_memory_breakdown(mosaic_objspace_t *objspace, struct mosaic_memory *m, bo
     m->metadata = metadata_bytes(objspace);
     m->malloc = __atomic_load_n(&objspace->malloc_bytes, __ATOMIC_RELAXED);
 #ifdef __GLIBC__
-    if (measure) {
-        struct mallinfo2 mi = mallinfo2();
-        objspace->libc_measured.libc_in_use = mi.uordblks + mi.hblkhd;
-        objspace->libc_measured.libc_free = mi.fordblks;
-        objspace->libc_measured.libc_mmap = mi.hblkhd;
+    if (measure == MOSAIC_MEASURE_NOW || (measure == MOSAIC_MEASURE_PACED && libc_walk_due(objspace))) {
+        libc_measure(objspace);
     }
 #endif  /* not glibc: no mallinfo2, the libc figures stay 0 */
     m->libc_in_use = objspace->libc_measured.libc_in_use;
     m->libc_free = objspace->libc_measured.libc_free;
     m->libc_mmap = objspace->libc_measured.libc_mmap;
-    m->rss = measure ? rss_bytes() : objspace->rss_at_gc;
+    if (measure != MOSAIC_MEASURE_NONE) objspace->rss_measured = rss_bytes();
+    m->rss = objspace->rss_measured;
     size_t accounted = m->heap_pages + m->heap_pooled + m->libc_in_use + m->libc_free;
     m->other = m->rss > accounted ? m->rss - accounted : 0;
 }
@@ -121,7 +168,7 @@ reason_name(unsigned int reason)
 }
 
 /* rss_overhead_bytes: RSS beyond the page and malloc bytes Mosaic counts (what the soft limit
- * adds to them, pace.c), and rss_at_gc. Read at each GC's end, after a major's sweep, at boot
+ * adds to them, pace.c), and rss_measured. Read at each GC's end, after a major's sweep, at boot
  * and in a forked child (pace.c). Returns RSS. */
 size_t
 mosaic_memory_measure_overhead(mosaic_objspace_t *objspace)
@@ -129,7 +176,7 @@ mosaic_memory_measure_overhead(mosaic_objspace_t *objspace)
     size_t rss = rss_bytes();
     size_t counted = mosaic_pace_counted_bytes(objspace);
     objspace->rss_overhead_bytes = rss > counted ? rss - counted : 0;
-    objspace->rss_at_gc = rss;
+    objspace->rss_measured = rss;
     return rss;
 }
 
@@ -170,29 +217,21 @@ mosaic_memory_after_gc(mosaic_objspace_t *objspace, unsigned int reason)
     }
     size_t rss = mosaic_memory_measure_overhead(objspace);
     if (rss > objspace->memory_peak.rss + objspace->memory_peak.rss / 50) {
-        mosaic_memory_breakdown(objspace, &objspace->memory_peak, true);
+        mosaic_memory_breakdown(objspace, &objspace->memory_peak, MOSAIC_MEASURE_PACED);
     }
 }
 
 #ifdef __GLIBC__
 /* What the overhead cannot see: memory a C extension malloc'd outside Ruby's accounting (a
  * database client's result) is in the overhead while in use and stays there once freed into
- * glibc's bins. glibc's own idle figure (mallinfo2: fordblks - keepcost) sees it, but
- * mallinfo2 walks every free chunk in the bins, so it is read at a major only when at least
- * 100 times its latest cost has passed since it was last read (wall clock): at most 1% of the
- * time, every major for a 50 us walk, once in 2 s for a 20 ms one. True when it grew by
- * MOSAIC_TRIM_IDLE since the first walk after the latest trim (a trim leaves its chunks
- * counted as free, so the figure after a trim is the new baseline: idle_at_trim is
- * MOSAIC_SIZE_MAX until a walk sets it). */
+ * glibc's bins. glibc's own idle figure (mallinfo2: fordblks - keepcost) sees it; it is read
+ * at a major within the walk budget. True when it grew by MOSAIC_TRIM_IDLE since the first
+ * walk after the latest trim (a trim leaves its chunks counted as free, so the figure after a
+ * trim is the new baseline: idle_at_trim is MOSAIC_SIZE_MAX until a walk sets it). */
 static bool
 libc_idle_grew(mosaic_objspace_t *objspace)
 {
-    uint64_t start = mosaic_now_ns();
-    if (objspace->libc_walked_at_ns && start - objspace->libc_walked_at_ns < objspace->libc_walk_ns * 100) return false;
-    struct mallinfo2 mi = mallinfo2();
-    uint64_t end = mosaic_now_ns();
-    objspace->libc_walk_ns = end - start;
-    objspace->libc_walked_at_ns = end;
+    struct mallinfo2 mi = libc_measure(objspace);
     size_t idle = mi.fordblks > mi.keepcost ? mi.fordblks - mi.keepcost : 0;
     if (idle < objspace->idle_at_trim) objspace->idle_at_trim = idle;
     return idle >= MOSAIC_TRIM_IDLE && idle >= mosaic_add_sat(objspace->idle_at_trim, MOSAIC_TRIM_IDLE);
@@ -206,16 +245,28 @@ trim_malloc(mosaic_objspace_t *objspace, bool always)
     uint64_t t = objspace->measure_time ? mosaic_now_ns() : 0;
     /* What glibc holds free and resident shows in the overhead (RSS beyond pages and Ruby's
      * malloc): memory a sweep frees moves from the counted bytes into it. Trim when it grew by
-     * MOSAIC_TRIM_IDLE since the latest trim's result; or when glibc's idle figure grew, read
-     * within a time budget (libc_idle_grew). (It was that figure alone, read after every
-     * major: a walk of every free chunk in glibc's bins, 20 ms per major with 100k of them,
-     * even for a major that then did not trim.) */
+     * MOSAIC_TRIM_IDLE since the latest trim's result, and the trim is likely to pay: chunks
+     * freed since hold MOSAIC_TRIM_IDLE of whole pages (malloc.c, count_free_chunk), or the
+     * latest trim returned that much, or the walk budget allows one (small chunks freed
+     * together merge into whole pages, which the count does not see). Or when glibc's idle
+     * figure grew (libc_idle_grew, within the budget). A trim that returns little walks every
+     * free chunk for nothing: 20 ms with the 100k 1-3 KB chunks of every other string of an
+     * array dropped, and every major that found 1 MiB more overhead did it again. */
     size_t overhead = objspace->rss_overhead_bytes;
     if (overhead < objspace->overhead_at_trim) objspace->overhead_at_trim = overhead;
     bool grew = overhead >= mosaic_add_sat(objspace->overhead_at_trim, MOSAIC_TRIM_IDLE);
-    if (always || grew || libc_idle_grew(objspace) || mosaic_pace_near_limit(objspace)) {
+    bool pages_freed = __atomic_load_n(&objspace->libc_freed_page_bytes, __ATOMIC_RELAXED) >= MOSAIC_TRIM_IDLE;
+    bool paid = objspace->trim_returned_bytes >= MOSAIC_TRIM_IDLE;
+    bool due = libc_walk_due(objspace);
+    if (always || mosaic_pace_near_limit(objspace) || (grew && (pages_freed || paid || due)) ||
+        (due && libc_idle_grew(objspace))) {
+        uint64_t start = mosaic_now_ns();
+        size_t chunks = mosaic_add_sat(objspace->libc_walked_chunks, __atomic_load_n(&objspace->libc_frees, __ATOMIC_RELAXED));
         malloc_trim(0);
+        libc_walk_done(objspace, start, chunks);
+        __atomic_store_n(&objspace->libc_freed_page_bytes, 0, __ATOMIC_RELAXED);
         mosaic_memory_measure_overhead(objspace);
+        objspace->trim_returned_bytes = overhead > objspace->rss_overhead_bytes ? overhead - objspace->rss_overhead_bytes : 0;
         objspace->overhead_at_trim = objspace->rss_overhead_bytes;
         objspace->idle_at_trim = MOSAIC_SIZE_MAX;
         objspace->stats.malloc_trim_count++;
@@ -267,7 +318,7 @@ void
 mosaic_memory_report(mosaic_objspace_t *objspace, const char *when)
 {
     struct mosaic_memory now;
-    mosaic_memory_breakdown(objspace, &now, true);
+    mosaic_memory_breakdown(objspace, &now, MOSAIC_MEASURE_NOW);
     const struct mosaic_memory *peak = &objspace->memory_peak;
     fprintf(stderr, "[mosaic] memory (MiB)     %10s %10s\n", when, "at peak");
 #define MOSAIC_MEMORY_LINE(name) \

@@ -583,10 +583,14 @@ typedef struct mosaic_objspace {
     size_t oldmalloc_trigger_bytes;  /* pace.c: oldmalloc_held_bytes when a minor asked for a major */
     size_t overhead_at_trim;         /* memory.c: rss_overhead_bytes after the latest malloc_trim */
     size_t idle_at_trim;             /* memory.c: glibc's idle bytes at the first walk after the latest trim */
-    uint64_t libc_walk_ns;           /* memory.c: what the latest mallinfo2 walk took */
+    size_t trim_returned_bytes;      /* memory.c: how far the latest malloc_trim lowered the overhead */
+    uint64_t libc_walk_ns;           /* memory.c: what the latest walk of glibc's bins took (mallinfo2, malloc_trim) */
     uint64_t libc_walked_at_ns;      /* and when it ended */
+    size_t libc_walked_chunks;       /* the free chunks it visited (mallinfo2's count; after a trim, an estimate) */
+    size_t libc_frees;               /* malloc.c: chunks freed through Ruby since that walk */
+    size_t libc_freed_page_bytes;    /* malloc.c: whole-page bytes in them, estimated, since the latest trim */
     size_t rss_overhead_bytes;       /* RSS beyond pages + malloc_bytes at the latest GC's end */
-    size_t rss_at_gc;                /* RSS read then (memory.c) */
+    size_t rss_measured;             /* RSS at its latest read: a GC's end, a measured breakdown (memory.c) */
     struct mosaic_memory libc_measured; /* memory.c: glibc's figures (libc_*) at the latest measured breakdown */
     size_t malloc_bytes_at_gc;       /* malloc_bytes when the latest GC started */
     size_t malloc_freed_by_sweep;    /* malloc_bytes the current cycle's sweep freed (sweep.c) */
@@ -933,7 +937,13 @@ void mosaic_pace_after_fork(mosaic_objspace_t *objspace);
 size_t mosaic_pace_keep_slots(const struct mosaic_params *params, int h, size_t live);
 
 /* memory.c: where the memory goes; MOSAIC_TRACE, MOSAIC_MEMORY_REPORT, malloc_trim */
-void mosaic_memory_breakdown(mosaic_objspace_t *objspace, struct mosaic_memory *m, bool measure);
+/* How fresh mosaic_memory_breakdown's measured figures (RSS, glibc's) are. */
+enum mosaic_measure {
+    MOSAIC_MEASURE_NONE,   /* as of the latest GC and the latest walk: no system call, no walk */
+    MOSAIC_MEASURE_PACED,  /* RSS now; glibc's figures now if the walk budget allows */
+    MOSAIC_MEASURE_NOW,    /* both now, whatever the walk costs */
+};
+void mosaic_memory_breakdown(mosaic_objspace_t *objspace, struct mosaic_memory *m, enum mosaic_measure measure);
 size_t mosaic_memory_measure_overhead(mosaic_objspace_t *objspace);
 void mosaic_memory_after_gc(mosaic_objspace_t *objspace, unsigned int reason);
 void mosaic_memory_after_sweep(mosaic_objspace_t *objspace);

@@ -64,17 +64,21 @@ enum mosaic_stat_symbol {
 static VALUE stat_symbols[MOSAIC_SYM_COUNT];
 #define SYM(name) (stat_symbols[MOSAIC_SYM_##name])
 
+static const char *const stat_names[MOSAIC_SYM_COUNT] = {
+#define MOSAIC_SYM_NAME(name) #name,
+    MOSAIC_STAT_SYMBOLS(MOSAIC_SYM_NAME)
+#undef MOSAIC_SYM_NAME
+#define MOSAIC_SYM_MEMORY_NAME(name) "mosaic_" #name "_bytes", "mosaic_peak_" #name "_bytes",
+    MOSAIC_MEMORY_FIELDS(MOSAIC_SYM_MEMORY_NAME)
+#undef MOSAIC_SYM_MEMORY_NAME
+};
+
 void
 mosaic_stats_init(void)
 {
-#define MOSAIC_SYM_INTERN(name) stat_symbols[MOSAIC_SYM_##name] = ID2SYM(rb_intern(#name));
-    MOSAIC_STAT_SYMBOLS(MOSAIC_SYM_INTERN)
-#undef MOSAIC_SYM_INTERN
-#define MOSAIC_SYM_MEMORY_INTERN(name) \
-    stat_symbols[MOSAIC_SYM_mosaic_##name##_bytes] = ID2SYM(rb_intern("mosaic_" #name "_bytes")); \
-    stat_symbols[MOSAIC_SYM_mosaic_peak_##name##_bytes] = ID2SYM(rb_intern("mosaic_peak_" #name "_bytes"));
-    MOSAIC_MEMORY_FIELDS(MOSAIC_SYM_MEMORY_INTERN)
-#undef MOSAIC_SYM_MEMORY_INTERN
+    /* A loop over a table of names: rb_intern of a literal inlines a cached lookup per call
+     * site (7.5 KB of code for these 130 names). */
+    for (int i = 0; i < MOSAIC_SYM_COUNT; i++) stat_symbols[i] = ID2SYM(rb_intern(stat_names[i]));
 }
 
 /* Objects ever allocated, counting what caches have not flushed yet. */
@@ -102,13 +106,31 @@ mosaic_live_slots(mosaic_objspace_t *objspace)
     return mosaic_total_allocated(objspace) - SUM_HEAPS(total_freed_objects) - SUM_HEAPS(final_slots);
 }
 
-/* One figure of GC.stat or GC.stat_heap: the answer when `key` asks for it, else stored in
- * `hash` (when given). Used inside functions with `key` and `hash` in scope. */
-#define SET(name, value) do { \
-    VALUE s_ = SYM(name); \
-    if (key == s_) return SIZET2NUM((size_t)(value)); \
-    if (!NIL_P(hash)) rb_hash_aset(hash, s_, SIZET2NUM((size_t)(value))); \
-} while (0)
+/* A figure of GC.stat or GC.stat_heap: its key and value. The figures are gathered in a
+ * table, then answered in one loop (answer_figures): a store per figure in the code, not an
+ * inlined compare, Fixnum check and rb_hash_aset per key (the per-key form was 28 KB of the
+ * library's 114 KB of code, and code is resident memory in every process: DESIGN section 7,
+ * "Code size"). */
+struct stat_figure {
+    enum mosaic_stat_symbol sym;
+    size_t value;
+};
+#define FIGURE(name, v) (figures[n++] = (struct stat_figure){ MOSAIC_SYM_##name, (size_t)(v) })
+
+/* The value of `key` among the figures (Qundef when none is it: GC.stat raises ArgumentError),
+ * or, without a key, `hash` with every figure stored in it. */
+static VALUE
+answer_figures(const struct stat_figure *figures, size_t n, VALUE hash, VALUE key)
+{
+    if (!NIL_P(key)) {
+        for (size_t i = 0; i < n; i++) {
+            if (stat_symbols[figures[i].sym] == key) return SIZET2NUM(figures[i].value);
+        }
+        return Qundef;
+    }
+    for (size_t i = 0; i < n; i++) rb_hash_aset(hash, stat_symbols[figures[i].sym], SIZET2NUM(figures[i].value));
+    return hash;
+}
 
 /* ============================================================== GC.stat */
 
@@ -126,76 +148,78 @@ mosaic_stat(mosaic_objspace_t *objspace, VALUE hash_or_sym)
     size_t available = mosaic_heap_available_slots(objspace);
     size_t live = allocated - freed - final;
     const struct mosaic_stats *st = &objspace->stats;
+    struct stat_figure figures[MOSAIC_SYM_COUNT];
+    size_t n = 0;
 
 
-    SET(count, st->count);
-    SET(time, (st->marking_time_ns + st->sweeping_time_ns) / 1000000);
-    SET(marking_time, st->marking_time_ns / 1000000);
-    SET(sweeping_time, st->sweeping_time_ns / 1000000);
-    SET(heap_allocated_pages, mosaic_heap_allocated_pages(objspace));
-    SET(heap_empty_pages, objspace->pool_count);
-    SET(heap_allocatable_slots, mosaic_add_sat(mosaic_add_sat(SUM_HEAPS(allocatable_slots), objspace->allocatable_bytes / MOSAIC_BASE_SLOT_SIZE),
+    FIGURE(count, st->count);
+    FIGURE(time, (st->marking_time_ns + st->sweeping_time_ns) / 1000000);
+    FIGURE(marking_time, st->marking_time_ns / 1000000);
+    FIGURE(sweeping_time, st->sweeping_time_ns / 1000000);
+    FIGURE(heap_allocated_pages, mosaic_heap_allocated_pages(objspace));
+    FIGURE(heap_empty_pages, objspace->pool_count);
+    FIGURE(heap_allocatable_slots, mosaic_add_sat(mosaic_add_sat(SUM_HEAPS(allocatable_slots), objspace->allocatable_bytes / MOSAIC_BASE_SLOT_SIZE),
                                                mosaic_pool_slots(objspace)));
-    SET(heap_available_slots, available);
-    SET(heap_live_slots, live);
-    SET(heap_free_slots, available - live - final);
-    SET(heap_final_slots, final);
-    SET(heap_marked_slots, st->marked_slots);
-    SET(heap_eden_pages, objspace->sorted_count);
-    SET(total_allocated_pages, SUM_HEAPS(total_allocated_pages));
-    SET(total_freed_pages, SUM_HEAPS(total_freed_pages));
-    SET(total_allocated_objects, allocated);
-    SET(total_freed_objects, freed);
-    SET(malloc_increase_bytes, objspace->malloc_increase);
-    SET(malloc_increase_bytes_limit, objspace->malloc_limit);
-    SET(minor_gc_count, st->minor_gc_count);
-    SET(major_gc_count, st->major_gc_count);
-    SET(compact_count, st->compact_count);
-    SET(read_barrier_faults, 0);
-    SET(total_moved_objects, st->total_moved_objects);
-    SET(remembered_wb_unprotected_objects, objspace->old_wb_unprotected_objects);
-    SET(remembered_wb_unprotected_objects_limit, objspace->old_wb_unprotected_limit);
-    SET(old_objects, objspace->old_objects);
-    SET(old_objects_limit, objspace->old_objects_limit);
-    SET(oldmalloc_increase_bytes, objspace->oldmalloc_increase);
-    SET(oldmalloc_increase_bytes_limit, objspace->oldmalloc_limit);
+    FIGURE(heap_available_slots, available);
+    FIGURE(heap_live_slots, live);
+    FIGURE(heap_free_slots, available - live - final);
+    FIGURE(heap_final_slots, final);
+    FIGURE(heap_marked_slots, st->marked_slots);
+    FIGURE(heap_eden_pages, objspace->sorted_count);
+    FIGURE(total_allocated_pages, SUM_HEAPS(total_allocated_pages));
+    FIGURE(total_freed_pages, SUM_HEAPS(total_freed_pages));
+    FIGURE(total_allocated_objects, allocated);
+    FIGURE(total_freed_objects, freed);
+    FIGURE(malloc_increase_bytes, objspace->malloc_increase);
+    FIGURE(malloc_increase_bytes_limit, objspace->malloc_limit);
+    FIGURE(minor_gc_count, st->minor_gc_count);
+    FIGURE(major_gc_count, st->major_gc_count);
+    FIGURE(compact_count, st->compact_count);
+    FIGURE(read_barrier_faults, 0);
+    FIGURE(total_moved_objects, st->total_moved_objects);
+    FIGURE(remembered_wb_unprotected_objects, objspace->old_wb_unprotected_objects);
+    FIGURE(remembered_wb_unprotected_objects_limit, objspace->old_wb_unprotected_limit);
+    FIGURE(old_objects, objspace->old_objects);
+    FIGURE(old_objects_limit, objspace->old_objects_limit);
+    FIGURE(oldmalloc_increase_bytes, objspace->oldmalloc_increase);
+    FIGURE(oldmalloc_increase_bytes_limit, objspace->oldmalloc_limit);
 
     /* Mosaic's own figures (documented in docs/DESIGN.md, "Memory"). */
-    SET(mosaic_heap_target_bytes, objspace->heap_target_bytes);
-    SET(mosaic_live_bytes, objspace->live_bytes);
-    SET(mosaic_malloc_live_bytes, objspace->malloc_live_bytes);
-    SET(mosaic_pool_pages, objspace->pool_count);
-    SET(mosaic_pages_returned, objspace->pages_returned);
-    SET(mosaic_malloc_trim_count, st->malloc_trim_count);
-    SET(mosaic_malloc_trim_time, st->malloc_trim_time_ns / 1000000);
-    SET(mosaic_memory_limit_bytes, objspace->params.memory_limit);
-    SET(mosaic_memory_limit_set_aside, objspace->limit_set_aside);
-    SET(mosaic_memory_used_bytes, mosaic_pace_used_bytes(objspace));
-    SET(mosaic_growth_step_bytes, mosaic_pace_growth_step(objspace));
-    SET(mosaic_growth_trigger_bytes, objspace->growth_trigger_bytes);
-    SET(mosaic_grown_bytes, mosaic_pace_grown_bytes(objspace));
-    SET(mosaic_gc_wall_time, st->gc_wall_ns / 1000000);
+    FIGURE(mosaic_heap_target_bytes, objspace->heap_target_bytes);
+    FIGURE(mosaic_live_bytes, objspace->live_bytes);
+    FIGURE(mosaic_malloc_live_bytes, objspace->malloc_live_bytes);
+    FIGURE(mosaic_pool_pages, objspace->pool_count);
+    FIGURE(mosaic_pages_returned, objspace->pages_returned);
+    FIGURE(mosaic_malloc_trim_count, st->malloc_trim_count);
+    FIGURE(mosaic_malloc_trim_time, st->malloc_trim_time_ns / 1000000);
+    FIGURE(mosaic_memory_limit_bytes, objspace->params.memory_limit);
+    FIGURE(mosaic_memory_limit_set_aside, objspace->limit_set_aside);
+    FIGURE(mosaic_memory_used_bytes, mosaic_pace_used_bytes(objspace));
+    FIGURE(mosaic_growth_step_bytes, mosaic_pace_growth_step(objspace));
+    FIGURE(mosaic_growth_trigger_bytes, objspace->growth_trigger_bytes);
+    FIGURE(mosaic_grown_bytes, mosaic_pace_grown_bytes(objspace));
+    FIGURE(mosaic_gc_wall_time, st->gc_wall_ns / 1000000);
     uint64_t bg_cpu_ns;
     size_t bg_pages;
     mosaic_bg_sweep_totals(objspace, &bg_cpu_ns, &bg_pages);
-    SET(mosaic_gc_cpu_time, (st->gc_cpu_ns + bg_cpu_ns) / 1000000);
-    SET(mosaic_pause_max_minor_us, st->pause_max_minor_ns / 1000);
-    SET(mosaic_pause_max_major_us, st->pause_max_major_ns / 1000);
-    SET(mosaic_fragmentation_compact_count, st->fragmentation_compact_count);
-    SET(mosaic_compact_freed_pages, st->compact_freed_pages);
-    SET(mosaic_gc_threads, objspace->params.gc_threads);
-    SET(mosaic_parallel_marks, st->parallel_marks);
-    SET(mosaic_parallel_mark_offers, st->parallel_mark_offers);
-    SET(mosaic_parallel_marked_by_threads, st->parallel_marked_by_threads);
-    SET(mosaic_incremental_marks, st->incremental_marks);
-    SET(mosaic_incremental_steps, st->incremental_steps);
-    SET(mosaic_incremental_forced_finishes, st->incremental_forced_finishes);
-    SET(mosaic_incremental_parallel_steps, st->incremental_parallel_steps);
-    SET(mosaic_incremental_catch_up_steps, st->incremental_catch_up_steps);
-    SET(mosaic_background_sweeps, st->background_sweeps);
-    SET(mosaic_background_swept_pages, bg_pages);
-    SET(mosaic_background_freed_objects, st->background_freed_objects);
-    SET(mosaic_background_sweep_cpu_time, bg_cpu_ns / 1000000);
+    FIGURE(mosaic_gc_cpu_time, (st->gc_cpu_ns + bg_cpu_ns) / 1000000);
+    FIGURE(mosaic_pause_max_minor_us, st->pause_max_minor_ns / 1000);
+    FIGURE(mosaic_pause_max_major_us, st->pause_max_major_ns / 1000);
+    FIGURE(mosaic_fragmentation_compact_count, st->fragmentation_compact_count);
+    FIGURE(mosaic_compact_freed_pages, st->compact_freed_pages);
+    FIGURE(mosaic_gc_threads, objspace->params.gc_threads);
+    FIGURE(mosaic_parallel_marks, st->parallel_marks);
+    FIGURE(mosaic_parallel_mark_offers, st->parallel_mark_offers);
+    FIGURE(mosaic_parallel_marked_by_threads, st->parallel_marked_by_threads);
+    FIGURE(mosaic_incremental_marks, st->incremental_marks);
+    FIGURE(mosaic_incremental_steps, st->incremental_steps);
+    FIGURE(mosaic_incremental_forced_finishes, st->incremental_forced_finishes);
+    FIGURE(mosaic_incremental_parallel_steps, st->incremental_parallel_steps);
+    FIGURE(mosaic_incremental_catch_up_steps, st->incremental_catch_up_steps);
+    FIGURE(mosaic_background_sweeps, st->background_sweeps);
+    FIGURE(mosaic_background_swept_pages, bg_pages);
+    FIGURE(mosaic_background_freed_objects, st->background_freed_objects);
+    FIGURE(mosaic_background_sweep_cpu_time, bg_cpu_ns / 1000000);
     /* The breakdown: measured now for a single key of it (RSS read, mallinfo2's walk of
      * malloc's bins); for the whole Hash, as of the latest GC and the latest measurement, so
      * that GC.stat costs no system call and no walk (memory.c, mosaic_memory_breakdown). */
@@ -204,16 +228,15 @@ mosaic_stat(mosaic_objspace_t *objspace, VALUE hash_or_sym)
         for (int i = MOSAIC_SYM_mosaic_rss_bytes; !wanted && i < MOSAIC_SYM_COUNT; i++) wanted = key == stat_symbols[i];
         if (wanted) {
             struct mosaic_memory now;
-            mosaic_memory_breakdown(objspace, &now, NIL_P(hash));
+            mosaic_memory_breakdown(objspace, &now, NIL_P(hash) ? MOSAIC_MEASURE_NOW : MOSAIC_MEASURE_NONE);
             const struct mosaic_memory *peak = &objspace->memory_peak;
-#define MOSAIC_SET_MEMORY(name) SET(mosaic_##name##_bytes, now.name); SET(mosaic_peak_##name##_bytes, peak->name);
+#define MOSAIC_SET_MEMORY(name) FIGURE(mosaic_##name##_bytes, now.name); FIGURE(mosaic_peak_##name##_bytes, peak->name);
             MOSAIC_MEMORY_FIELDS(MOSAIC_SET_MEMORY)
 #undef MOSAIC_SET_MEMORY
         }
     }
 
-    if (!NIL_P(key)) return Qundef;  /* unknown key: GC.stat raises ArgumentError */
-    return hash;
+    return answer_figures(figures, n, hash, key);
 }
 
 /* ========================================================= GC.stat_heap */
@@ -222,16 +245,17 @@ static VALUE
 stat_one_heap(mosaic_objspace_t *objspace, int i, VALUE hash, VALUE key)
 {
     struct mosaic_heap *heap = &objspace->heaps[i];
-    SET(slot_size, heap->slot_size);
-    SET(heap_eden_pages, heap->page_count);
-    SET(heap_eden_slots, heap->total_slots);
-    SET(total_allocated_pages, heap->total_allocated_pages);
-    SET(force_major_gc_count, 0);
-    SET(force_incremental_marking_finish_count, heap->force_incremental_finishes);
-    SET(total_allocated_objects, mosaic_heap_total_allocated(objspace, i));
-    SET(total_freed_objects, heap->total_freed_objects);
-    if (!NIL_P(key)) return Qundef;
-    return hash;
+    struct stat_figure figures[8];
+    size_t n = 0;
+    FIGURE(slot_size, heap->slot_size);
+    FIGURE(heap_eden_pages, heap->page_count);
+    FIGURE(heap_eden_slots, heap->total_slots);
+    FIGURE(total_allocated_pages, heap->total_allocated_pages);
+    FIGURE(force_major_gc_count, 0);
+    FIGURE(force_incremental_marking_finish_count, heap->force_incremental_finishes);
+    FIGURE(total_allocated_objects, mosaic_heap_total_allocated(objspace, i));
+    FIGURE(total_freed_objects, heap->total_freed_objects);
+    return answer_figures(figures, n, hash, key);
 }
 
 VALUE
@@ -269,8 +293,6 @@ major_reason_sym(unsigned int flags)
          : (flags & MOSAIC_REASON_MAJOR_OLDMALLOC) ? SYM(oldmalloc)
          : (flags & MOSAIC_REASON_MAJOR_FORCE) ? SYM(force) : Qnil;
 }
-
-#undef SET
 
 static VALUE
 gc_info_decode(mosaic_objspace_t *objspace, VALUE hash_or_key, unsigned int flags, bool current)
