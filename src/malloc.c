@@ -123,18 +123,18 @@ collect_for_stress(mosaic_objspace_t *objspace)
                    MOSAIC_REASON_IMMEDIATE_SWEEP);
 }
 
-/* A chunk of `size` usable bytes went back to malloc: what the after-major trim rule reads
- * (memory.c). How many free chunks a walk of glibc's bins will visit (its cost); and the
- * bytes of whole pages such chunks hold, all that malloc_trim can return: a chunk of S bytes
- * at a random offset spans S/4096 - 1 whole pages on average, none below 4 KiB (the bytes of
- * neighbours freed together and merged by glibc are not seen here). Approximate counts:
- * relaxed atomics, any thread. */
+/* A chunk of `size` usable bytes went back to malloc: the bytes of whole pages it holds, all
+ * that malloc_trim can return from it, for the after-major trim rule (memory.c). A chunk of
+ * S bytes at a random offset spans S/4096 - 1 whole pages on average, none below 4 KiB (the
+ * bytes of neighbours freed together and merged by glibc are not seen here). Chunks of 128
+ * KiB or more are left out: at glibc's default threshold they were mmapped on their own and
+ * free() unmapped them at once. An approximate count: a relaxed atomic, any thread. */
 static void
-count_free_chunk(mosaic_objspace_t *objspace, size_t size)
+count_freed_pages(mosaic_objspace_t *objspace, size_t size)
 {
-    if (!objspace) return;
-    __atomic_fetch_add(&objspace->libc_frees, 1, __ATOMIC_RELAXED);
-    if (size > 4096) __atomic_fetch_add(&objspace->libc_freed_page_bytes, size - 4096, __ATOMIC_RELAXED);
+    if (objspace && size > 4096 && size < ((size_t)128 << 10)) {
+        __atomic_fetch_add(&objspace->libc_freed_page_bytes, size - 4096, __ATOMIC_RELAXED);
+    }
 }
 
 void *
@@ -169,11 +169,16 @@ rb_gc_impl_realloc(void *objspace_ptr, void *ptr, size_t new_size, size_t old_si
 
     collect_for_stress(objspace);
     old_size = malloc_usable_size(ptr);
+    /* Whether the chunk moved (the old one was then freed), compared as a number taken
+     * before the call: ptr itself is indeterminate once realloc has freed it. The empty asm
+     * keeps the compiler from computing the number after the call (-Wuse-after-free). */
+    uintptr_t old_address = (uintptr_t)ptr;
+    __asm__ volatile("" : "+r"(old_address));
     void *mem = realloc(ptr, new_size ? new_size : 1);
     if (RB_UNLIKELY(!mem) && collect_for_retry(objspace)) mem = realloc(ptr, new_size ? new_size : 1);
     if (!mem) return NULL;
     new_size = malloc_usable_size(mem);
-    if (mem != ptr) count_free_chunk(objspace, old_size);  /* moved: the old chunk was freed */
+    if ((uintptr_t)mem != old_address) count_freed_pages(objspace, old_size);
     if (new_size > old_size) mosaic_malloc_increase(objspace, new_size - old_size, false);
     else mosaic_malloc_decrease(objspace, old_size - new_size);
     return mem;
@@ -186,7 +191,7 @@ rb_gc_impl_free(void *objspace_ptr, void *ptr, size_t old_size)
     old_size = malloc_usable_size(ptr);
     free(ptr);
     mosaic_malloc_decrease(objspace_ptr, old_size);
-    count_free_chunk(objspace_ptr, old_size);
+    count_freed_pages(objspace_ptr, old_size);
 }
 
 void

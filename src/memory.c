@@ -17,16 +17,19 @@
  * breakdown at the GC when RSS was highest, within 2%: RSS may peak between GCs.
  *
  * Walks of glibc's bins: mallinfo2 and malloc_trim both visit every free chunk in malloc's
- * bins (20 ms with 100k of them), so the collector's own walks (the peak snapshot's glibc
- * figures, the trim rule's idle figure, a trim that returned little) share one time budget:
- * at least 100 times the latest walk's cost passes between two of them, at most 1% of the
- * time (libc_walk_due). What a user asks for (GC.stat with one memory key, the report, a
- * trim at Process.warmup or near the soft limit) walks now.
+ * bins (20 ms with 100k of them). The collector's own walks that need not happen now (the
+ * peak snapshot's glibc figures, the trim rule's idle check and a trim the rule cannot expect
+ * to pay) wait for the walk budget: 100 times the next walk's estimated cost since the
+ * collector's latest walk (libc_walk_due), so that they take at most about 1% of the time.
+ * Walks a user asks for (GC.stat with one memory key, the report, Process.warmup's trim),
+ * a trim near the soft limit and a trim expected to pay do not wait.
  *
- * GC.stat with one memory key measures now; GC.stat's Hash reads nothing: RSS and glibc's
- * figures as of their latest measurement (RSS: a GC's end or a measured breakdown; glibc's: a
- * walk), so that one keyed call followed by the Hash gives one consistent measured breakdown
- * (what bench/lib/probe.rb does at exit) for one walk (mosaic_memory_breakdown).
+ * glibc's figures between walks are estimates: the latest walk's, moved by what Ruby's
+ * malloc accounting changed since (bytes Ruby freed are free in glibc's arenas; bytes it
+ * malloc'd are in use, taken from the free ones first). GC.stat with one memory key measures
+ * now; GC.stat's Hash reads nothing: RSS as of its latest read (a GC's end, a measured
+ * breakdown), glibc's figures estimated so, which makes one keyed call followed by the Hash
+ * one consistent measured breakdown for one walk (what bench/lib/probe.rb does at exit).
  *
  * Invariants: nothing here allocates a Ruby object or takes the VM lock; it may run inside a
  * collection (GC.stat from an event hook).
@@ -38,8 +41,8 @@
 
 #include "mosaic.h"
 
-/* malloc_trim after a major GC when the RSS beyond what Mosaic counts grew by this much since
- * the latest trim (trim_malloc). */
+/* malloc_trim after a major GC needs the RSS beyond what Mosaic counts to have grown by this
+ * much since the latest trim (trim_malloc). */
 #ifndef MOSAIC_TRIM_IDLE
 # define MOSAIC_TRIM_IDLE ((size_t)1 << 20)
 #endif
@@ -70,52 +73,81 @@ metadata_bytes(mosaic_objspace_t *objspace)
 }
 
 #ifdef __GLIBC__
-/* The walk budget (header): true when at least 100 times the next walk's cost has passed
- * since the latest walk ended (wall clock). The next walk's cost is the latest's, scaled by
- * the chunks it will visit: those the latest visited plus those freed since (an upper
- * bound: glibc merges neighbours). Scaled, because the walk that matters is the one after
- * a sweep freed 100k chunks, 100 times the cost of the latest walk before it. */
+/* Bytes of a typical freed chunk, to estimate how many chunks the bytes Ruby freed since a
+ * walk add to the next one (malloc-fragmented's 1-3 KB strings; most of Ruby's small frees
+ * go to glibc's tcache, which no walk visits). */
+#define MOSAIC_FREED_CHUNK_BYTES 2048
+
+/* The walk budget (header): true when at least 100 times the next walk's estimated cost has
+ * passed since the collector's latest walk ended (wall clock). The estimate: the latest walk's
+ * cost, scaled by the chunks it visited plus those the bytes Ruby freed since (net of what it
+ * malloc'd) would add. Scaled, because the walk that matters is the one right after a sweep
+ * freed 100k chunks: 100 times the cost of the latest walk before it. Net of mallocs, so
+ * that a program freeing and reusing memory at a steady rate does come due. */
 static bool
 libc_walk_due(const mosaic_objspace_t *objspace)
 {
     if (!objspace->libc_walked_at_ns) return true;
-    size_t then = objspace->libc_walked_chunks + 1;
-    size_t next = mosaic_add_sat(then, __atomic_load_n(&objspace->libc_frees, __ATOMIC_RELAXED));
-    double cost_ns = (double)objspace->libc_walk_ns * (double)next / (double)then;
+    size_t malloc_now = __atomic_load_n(&objspace->malloc_bytes, __ATOMIC_RELAXED);
+    size_t freed = objspace->libc_walked_malloc > malloc_now ? objspace->libc_walked_malloc - malloc_now : 0;
+    double then = (double)objspace->libc_walked_chunks + 1.0;
+    double next = then + (double)(freed / MOSAIC_FREED_CHUNK_BYTES);
+    double cost_ns = (double)objspace->libc_walk_ns * next / then;
     return (double)(mosaic_now_ns() - objspace->libc_walked_at_ns) >= cost_ns * 100.0;
 }
 
-/* A walk of `chunks` free chunks started at start_ns has ended. */
+/* A walk of `chunks` free chunks, started at start_ns, has ended: its cost and what the
+ * estimates start from. A user's walk (`by_collector` false) does not restart the budget. */
 static void
-libc_walk_done(mosaic_objspace_t *objspace, uint64_t start_ns, size_t chunks)
+libc_walk_done(mosaic_objspace_t *objspace, uint64_t start_ns, size_t chunks, bool by_collector)
 {
     uint64_t end = mosaic_now_ns();
     objspace->libc_walk_ns = end - start_ns;
-    objspace->libc_walked_at_ns = end;
+    if (by_collector) objspace->libc_walked_at_ns = end;
     objspace->libc_walked_chunks = chunks;
-    __atomic_store_n(&objspace->libc_frees, 0, __ATOMIC_RELAXED);
+    objspace->libc_walked_malloc = __atomic_load_n(&objspace->malloc_bytes, __ATOMIC_RELAXED);
 }
 
 /* glibc's figures now (mallinfo2's walk), kept in libc_measured. */
 static struct mallinfo2
-libc_measure(mosaic_objspace_t *objspace)
+libc_measure(mosaic_objspace_t *objspace, bool by_collector)
 {
     uint64_t start = mosaic_now_ns();
     struct mallinfo2 mi = mallinfo2();
-    libc_walk_done(objspace, start, mi.ordblks + mi.smblks);
+    libc_walk_done(objspace, start, mi.ordblks + mi.smblks, by_collector);
     objspace->libc_measured.libc_in_use = mi.uordblks + mi.hblkhd;
     objspace->libc_measured.libc_free = mi.fordblks;
     objspace->libc_measured.libc_mmap = mi.hblkhd;
+    objspace->libc_measured_malloc = objspace->libc_walked_malloc;
     return mi;
+}
+
+/* glibc's figures without a walk (header): the latest walk's, moved by Ruby's malloc since. */
+static void
+libc_estimate(const mosaic_objspace_t *objspace, struct mosaic_memory *m)
+{
+    const struct mosaic_memory *w = &objspace->libc_measured;
+    size_t now = m->malloc, then = objspace->libc_measured_malloc;
+    m->libc_mmap = w->libc_mmap;
+    if (now >= then) {
+        size_t grew = now - then;
+        m->libc_in_use = mosaic_add_sat(w->libc_in_use, grew);
+        m->libc_free = w->libc_free > grew ? w->libc_free - grew : 0;
+    }
+    else {
+        size_t freed = then - now;
+        m->libc_in_use = w->libc_in_use > freed ? w->libc_in_use - freed : 0;
+        m->libc_free = mosaic_add_sat(w->libc_free, freed);
+    }
 }
 #endif
 
 /* Fills `m`. The counted figures (pages, slots, metadata, Ruby's malloc) are exact now
- * whatever `measure` says. RSS is read now unless MOSAIC_MEASURE_NONE (then: the latest read,
- * at a GC's end or a measured breakdown). glibc's figures are taken now with MOSAIC_MEASURE_NOW, or with
- * MOSAIC_MEASURE_PACED when the walk budget allows; else they are those of the latest walk
- * (0 before any). With MOSAIC_MEASURE_NONE nothing is read or walked, so GC.stat without a key
- * costs what the default GC's does. */
+ * whatever `measure` says. RSS is read now unless MOSAIC_MEASURE_NONE (then: its latest
+ * read, at a GC's end or a measured breakdown). glibc's figures are taken now (a walk) with
+ * MOSAIC_MEASURE_NOW, or with MOSAIC_MEASURE_PACED when the walk budget allows; else they are
+ * estimated from the latest walk (libc_estimate; 0 before any). With MOSAIC_MEASURE_NONE
+ * nothing is read or walked, so GC.stat without a key costs what the default GC's does. */
 void
 mosaic_memory_breakdown(mosaic_objspace_t *objspace, struct mosaic_memory *m, enum mosaic_measure measure)
 {
@@ -133,13 +165,10 @@ mosaic_memory_breakdown(mosaic_objspace_t *objspace, struct mosaic_memory *m, en
     m->metadata = metadata_bytes(objspace);
     m->malloc = __atomic_load_n(&objspace->malloc_bytes, __ATOMIC_RELAXED);
 #ifdef __GLIBC__
-    if (measure == MOSAIC_MEASURE_NOW || (measure == MOSAIC_MEASURE_PACED && libc_walk_due(objspace))) {
-        libc_measure(objspace);
-    }
+    if (measure == MOSAIC_MEASURE_NOW) libc_measure(objspace, false);
+    else if (measure == MOSAIC_MEASURE_PACED && libc_walk_due(objspace)) libc_measure(objspace, true);
+    libc_estimate(objspace, m);  /* after a walk just now: its figures exactly */
 #endif  /* not glibc: no mallinfo2, the libc figures stay 0 */
-    m->libc_in_use = objspace->libc_measured.libc_in_use;
-    m->libc_free = objspace->libc_measured.libc_free;
-    m->libc_mmap = objspace->libc_measured.libc_mmap;
     if (measure != MOSAIC_MEASURE_NONE) objspace->rss_measured = rss_bytes();
     m->rss = objspace->rss_measured;
     size_t accounted = m->heap_pages + m->heap_pooled + m->libc_in_use + m->libc_free;
@@ -231,7 +260,7 @@ mosaic_memory_after_gc(mosaic_objspace_t *objspace, unsigned int reason)
 static bool
 libc_idle_grew(mosaic_objspace_t *objspace)
 {
-    struct mallinfo2 mi = libc_measure(objspace);
+    struct mallinfo2 mi = libc_measure(objspace, true);
     size_t idle = mi.fordblks > mi.keepcost ? mi.fordblks - mi.keepcost : 0;
     if (idle < objspace->idle_at_trim) objspace->idle_at_trim = idle;
     return idle >= MOSAIC_TRIM_IDLE && idle >= mosaic_add_sat(objspace->idle_at_trim, MOSAIC_TRIM_IDLE);
@@ -245,13 +274,13 @@ trim_malloc(mosaic_objspace_t *objspace, bool always)
     uint64_t t = objspace->measure_time ? mosaic_now_ns() : 0;
     /* What glibc holds free and resident shows in the overhead (RSS beyond pages and Ruby's
      * malloc): memory a sweep frees moves from the counted bytes into it. Trim when it grew by
-     * MOSAIC_TRIM_IDLE since the latest trim's result, and the trim is likely to pay: chunks
-     * freed since hold MOSAIC_TRIM_IDLE of whole pages (malloc.c, count_free_chunk), or the
-     * latest trim returned that much, or the walk budget allows one (small chunks freed
-     * together merge into whole pages, which the count does not see). Or when glibc's idle
-     * figure grew (libc_idle_grew, within the budget). A trim that returns little walks every
-     * free chunk for nothing: 20 ms with the 100k 1-3 KB chunks of every other string of an
-     * array dropped, and every major that found 1 MiB more overhead did it again. */
+     * MOSAIC_TRIM_IDLE since the latest trim's result and the trim is likely to pay: chunks
+     * Ruby freed since hold MOSAIC_TRIM_IDLE of whole pages (malloc.c, count_freed_pages), or
+     * the latest trim returned that much; or when the walk budget allows one (small chunks
+     * freed together merge into whole pages, which the count does not see). Or, within the
+     * budget, when glibc's idle figure grew (libc_idle_grew). A trim that returns little walks
+     * every free chunk for nothing: 20 ms with the 100k 1-3 KB chunks of every other string of
+     * an array dropped, where every major that found 1 MiB more overhead did it again. */
     size_t overhead = objspace->rss_overhead_bytes;
     if (overhead < objspace->overhead_at_trim) objspace->overhead_at_trim = overhead;
     bool grew = overhead >= mosaic_add_sat(objspace->overhead_at_trim, MOSAIC_TRIM_IDLE);
@@ -261,9 +290,12 @@ trim_malloc(mosaic_objspace_t *objspace, bool always)
     if (always || mosaic_pace_near_limit(objspace) || (grew && (pages_freed || paid || due)) ||
         (due && libc_idle_grew(objspace))) {
         uint64_t start = mosaic_now_ns();
-        size_t chunks = mosaic_add_sat(objspace->libc_walked_chunks, __atomic_load_n(&objspace->libc_frees, __ATOMIC_RELAXED));
         malloc_trim(0);
-        libc_walk_done(objspace, start, chunks);
+        /* The chunks it walked are not known: the estimate's (those of the latest walk and
+         * those freed since), so that the budget counts a 20 ms trim as a 20 ms walk. */
+        size_t malloc_now = __atomic_load_n(&objspace->malloc_bytes, __ATOMIC_RELAXED);
+        size_t freed = objspace->libc_walked_malloc > malloc_now ? objspace->libc_walked_malloc - malloc_now : 0;
+        libc_walk_done(objspace, start, mosaic_add_sat(objspace->libc_walked_chunks, freed / MOSAIC_FREED_CHUNK_BYTES), !always);
         __atomic_store_n(&objspace->libc_freed_page_bytes, 0, __ATOMIC_RELAXED);
         mosaic_memory_measure_overhead(objspace);
         objspace->trim_returned_bytes = overhead > objspace->rss_overhead_bytes ? overhead - objspace->rss_overhead_bytes : 0;
@@ -291,13 +323,14 @@ mosaic_memory_trim_now(mosaic_objspace_t *objspace)
 }
 
 /* The sweep of a cycle has ended: every dead object of it is freed. The overhead is measured
- * (RSS read). After a major, malloc's free memory goes back to the OS when the overhead grew
- * by MOSAIC_TRIM_IDLE since the latest trim, whatever freed it (this cycle's sweep, or
- * st_table and array buffers outgrown by realloc since): glibc gives back only the free top
- * of the main arena by itself; only malloc_trim returns the whole pages among the chunks
- * below it. The trim walks the free lists; its time counts as sweep time (GC.stat
- * :mosaic_malloc_trim_time), VM lock held. Then the pacer is told what the survivors hold
- * (pace.c: old malloc; after a major, live malloc and the soft limit's check). */
+ * (RSS read). After a major, malloc's free memory may go back to the OS (trim_malloc: when
+ * the overhead grew by MOSAIC_TRIM_IDLE since the latest trim, whatever freed it -- this
+ * cycle's sweep, or st_table and array buffers outgrown by realloc since -- and the trim is
+ * likely to pay): glibc gives back only the free top of the main arena by itself; only
+ * malloc_trim returns the whole pages among the chunks below it. The trim walks the free
+ * lists; its time counts as sweep time (GC.stat :mosaic_malloc_trim_time), VM lock held.
+ * Then the pacer is told what the survivors hold (pace.c: old malloc; after a major, live
+ * malloc and the soft limit's check). */
 void
 mosaic_memory_after_sweep(mosaic_objspace_t *objspace)
 {

@@ -585,10 +585,11 @@ typedef struct mosaic_objspace {
     size_t idle_at_trim;             /* memory.c: glibc's idle bytes at the first walk after the latest trim */
     size_t trim_returned_bytes;      /* memory.c: how far the latest malloc_trim lowered the overhead */
     uint64_t libc_walk_ns;           /* memory.c: what the latest walk of glibc's bins took (mallinfo2, malloc_trim) */
-    uint64_t libc_walked_at_ns;      /* and when it ended */
+    uint64_t libc_walked_at_ns;      /* when the collector's latest walk ended (the walk budget) */
     size_t libc_walked_chunks;       /* the free chunks it visited (mallinfo2's count; after a trim, an estimate) */
-    size_t libc_frees;               /* malloc.c: chunks freed through Ruby since that walk */
-    size_t libc_freed_page_bytes;    /* malloc.c: whole-page bytes in them, estimated, since the latest trim */
+    size_t libc_walked_malloc;       /* malloc_bytes then */
+    size_t libc_measured_malloc;     /* malloc_bytes at the latest mallinfo2 walk (libc_measured's baseline) */
+    size_t libc_freed_page_bytes;    /* malloc.c: whole-page bytes in chunks Ruby freed since the latest trim, estimated */
     size_t rss_overhead_bytes;       /* RSS beyond pages + malloc_bytes at the latest GC's end */
     size_t rss_measured;             /* RSS at its latest read: a GC's end, a measured breakdown (memory.c) */
     struct mosaic_memory libc_measured; /* memory.c: glibc's figures (libc_*) at the latest measured breakdown */

@@ -108,14 +108,17 @@ mosaic_live_slots(mosaic_objspace_t *objspace)
 
 /* A figure of GC.stat or GC.stat_heap: its key and value. The figures are gathered in a
  * table, then answered in one loop (answer_figures): a store per figure in the code, not an
- * inlined compare, Fixnum check and rb_hash_aset per key (the per-key form was 28 KB of the
+ * inlined compare, Fixnum check and rb_hash_aset per key (the per-key form, 84 keys for GC.stat, was 28 KB of the
  * library's 114 KB of code, and code is resident memory in every process: DESIGN section 7,
  * "Code size"). */
 struct stat_figure {
     enum mosaic_stat_symbol sym;
     size_t value;
 };
-#define FIGURE(name, v) (figures[n++] = (struct stat_figure){ MOSAIC_SYM_##name, (size_t)(v) })
+#define FIGURE(name, v) do { \
+    MOSAIC_ASSERT(n < sizeof(figures) / sizeof(figures[0])); \
+    figures[n++] = (struct stat_figure){ MOSAIC_SYM_##name, (size_t)(v) }; \
+} while (0)
 
 /* The value of `key` among the figures (Qundef when none is it: GC.stat raises ArgumentError),
  * or, without a key, `hash` with every figure stored in it. */

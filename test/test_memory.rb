@@ -350,6 +350,9 @@ class TestMosaicMemory < Test::Unit::TestCase
   def test_malloc_trim_skips_memory_freed_in_small_chunks
     omit "Mosaic's malloc_trim" unless mosaic?
     omit "glibc only" unless GC.stat(:mosaic_libc_in_use_bytes).to_i > 0
+    # The walk budget is wall-clock time: at least 100 times an estimated walk's cost, here
+    # ~0.3 s against ~40 ms for the loop below; a GC every 1000 allocations stretches it.
+    omit "the stress gate forces GCs" if ENV["MOSAIC_STRESS_MINOR"]
     assert_gc_script(<<~'RUBY')
       srand(1)
       strings = Array.new(50_000) { "x" * (1100 + rand(2000)) }
@@ -365,7 +368,6 @@ class TestMosaicMemory < Test::Unit::TestCase
         GC.start
       end
       assert_operator GC.stat(:mosaic_malloc_trim_count) - t0, :<=, 1
-      assert_operator GC.stat(:mosaic_rss_bytes), :>, 60 << 20, "a trim returned the freed memory"
       strings.size
     RUBY
   end
@@ -388,8 +390,9 @@ class TestMosaicMemory < Test::Unit::TestCase
   end
 
   # GC.stat without a key answers from figures that cost nothing to read, as the default GC's
-  # does: Mosaic's memory keys there are as of the latest GC (RSS) and of the latest breakdown
-  # measured (glibc's mallinfo2); a single key is measured now. It used to read
+  # does: Mosaic's memory keys there are RSS as of its latest read (a GC's end, a measured
+  # key) and glibc's figures estimated from the latest walk of its bins (mallinfo2) and Ruby's
+  # malloc since; a single key is measured now. It used to read
   # /proc/self/statm and walk glibc's free lists at every call: 18 us per GC.stat[:count]
   # against the default GC's 2, and 27 ms with 100k free chunks in glibc's bins.
   def test_gc_stat_hash_does_not_measure_memory_now
