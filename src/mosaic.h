@@ -592,7 +592,7 @@ typedef struct mosaic_objspace {
     size_t libc_freed_page_bytes;    /* malloc.c: whole-page bytes in chunks Ruby freed since the latest trim, estimated */
     size_t rss_overhead_bytes;       /* RSS beyond pages + malloc_bytes at the latest GC's end */
     size_t rss_measured;             /* RSS at its latest read: a GC's end, a measured breakdown (memory.c) */
-    struct mosaic_memory libc_measured; /* memory.c: glibc's figures (libc_*) at the latest measured breakdown */
+    struct mosaic_memory libc_measured; /* memory.c: glibc's figures (libc_*) at the latest mallinfo2 walk */
     size_t malloc_bytes_at_gc;       /* malloc_bytes when the latest GC started */
     size_t malloc_freed_by_sweep;    /* malloc_bytes the current cycle's sweep freed (sweep.c) */
     size_t heap_bytes_at_gc;         /* slot bytes holding objects when the latest GC started */
@@ -940,7 +940,7 @@ size_t mosaic_pace_keep_slots(const struct mosaic_params *params, int h, size_t 
 /* memory.c: where the memory goes; MOSAIC_TRACE, MOSAIC_MEMORY_REPORT, malloc_trim */
 /* How fresh mosaic_memory_breakdown's measured figures (RSS, glibc's) are. */
 enum mosaic_measure {
-    MOSAIC_MEASURE_NONE,   /* as of the latest GC and the latest walk: no system call, no walk */
+    MOSAIC_MEASURE_NONE,   /* RSS as of its latest read, glibc's figures estimated: no system call, no walk */
     MOSAIC_MEASURE_PACED,  /* RSS now; glibc's figures now if the walk budget allows */
     MOSAIC_MEASURE_NOW,    /* both now, whatever the walk costs */
 };

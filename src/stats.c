@@ -224,8 +224,9 @@ mosaic_stat(mosaic_objspace_t *objspace, VALUE hash_or_sym)
     FIGURE(mosaic_background_freed_objects, st->background_freed_objects);
     FIGURE(mosaic_background_sweep_cpu_time, bg_cpu_ns / 1000000);
     /* The breakdown: measured now for a single key of it (RSS read, mallinfo2's walk of
-     * malloc's bins); for the whole Hash, as of the latest GC and the latest measurement, so
-     * that GC.stat costs no system call and no walk (memory.c, mosaic_memory_breakdown). */
+     * malloc's bins); for the whole Hash, RSS as of its latest read and glibc's figures
+     * estimated from the latest walk, so that GC.stat costs no system call and no walk
+     * (memory.c, mosaic_memory_breakdown). */
     {
         bool wanted = !NIL_P(hash);
         for (int i = MOSAIC_SYM_mosaic_rss_bytes; !wanted && i < MOSAIC_SYM_COUNT; i++) wanted = key == stat_symbols[i];
