@@ -78,20 +78,28 @@ metadata_bytes(mosaic_objspace_t *objspace)
  * go to glibc's tcache, which no walk visits). */
 #define MOSAIC_FREED_CHUNK_BYTES 2048
 
+/* The free chunks the next walk will visit, estimated: those the latest walk visited plus
+ * those the bytes Ruby freed since, net of what it malloc'd, would add. */
+static size_t
+libc_chunks_estimate(const mosaic_objspace_t *objspace)
+{
+    size_t malloc_now = __atomic_load_n(&objspace->malloc_bytes, __ATOMIC_RELAXED);
+    size_t freed = objspace->libc_walked_malloc > malloc_now ? objspace->libc_walked_malloc - malloc_now : 0;
+    return mosaic_add_sat(objspace->libc_walked_chunks, freed / MOSAIC_FREED_CHUNK_BYTES);
+}
+
 /* The walk budget (header): true when at least 100 times the next walk's estimated cost has
  * passed since the collector's latest walk ended (wall clock). The estimate: the latest walk's
- * cost, scaled by the chunks it visited plus those the bytes Ruby freed since (net of what it
- * malloc'd) would add. Scaled, because the walk that matters is the one right after a sweep
- * freed 100k chunks: 100 times the cost of the latest walk before it. Net of mallocs, so
- * that a program freeing and reusing memory at a steady rate does come due. */
+ * cost, scaled from the chunks it visited to those the next will (libc_chunks_estimate).
+ * Scaled, because the walk that matters is the one right after a sweep freed 100k chunks:
+ * 100 times the cost of the latest walk before it. Net of mallocs, so that a program freeing
+ * and reusing memory at a steady rate does come due. */
 static bool
 libc_walk_due(const mosaic_objspace_t *objspace)
 {
     if (!objspace->libc_walked_at_ns) return true;
-    size_t malloc_now = __atomic_load_n(&objspace->malloc_bytes, __ATOMIC_RELAXED);
-    size_t freed = objspace->libc_walked_malloc > malloc_now ? objspace->libc_walked_malloc - malloc_now : 0;
     double then = (double)objspace->libc_walked_chunks + 1.0;
-    double next = then + (double)(freed / MOSAIC_FREED_CHUNK_BYTES);
+    double next = (double)libc_chunks_estimate(objspace) + 1.0;
     double cost_ns = (double)objspace->libc_walk_ns * next / then;
     return (double)(mosaic_now_ns() - objspace->libc_walked_at_ns) >= cost_ns * 100.0;
 }
@@ -291,11 +299,9 @@ trim_malloc(mosaic_objspace_t *objspace, bool always)
         (due && libc_idle_grew(objspace))) {
         uint64_t start = mosaic_now_ns();
         malloc_trim(0);
-        /* The chunks it walked are not known: the estimate's (those of the latest walk and
-         * those freed since), so that the budget counts a 20 ms trim as a 20 ms walk. */
-        size_t malloc_now = __atomic_load_n(&objspace->malloc_bytes, __ATOMIC_RELAXED);
-        size_t freed = objspace->libc_walked_malloc > malloc_now ? objspace->libc_walked_malloc - malloc_now : 0;
-        libc_walk_done(objspace, start, mosaic_add_sat(objspace->libc_walked_chunks, freed / MOSAIC_FREED_CHUNK_BYTES), !always);
+        /* The chunks it walked are not known: the estimate's, so that the budget counts a
+         * 20 ms trim as a 20 ms walk. */
+        libc_walk_done(objspace, start, libc_chunks_estimate(objspace), !always);
         __atomic_store_n(&objspace->libc_freed_page_bytes, 0, __ATOMIC_RELAXED);
         mosaic_memory_measure_overhead(objspace);
         objspace->trim_returned_bytes = overhead > objspace->rss_overhead_bytes ? overhead - objspace->rss_overhead_bytes : 0;
