@@ -121,8 +121,9 @@ destination_class(int h, VALUE obj)
 
 /* Moves `src` into the free slot `dest`, of its own class or another, and leaves a forwarding
  * slot. Across classes only the smaller slot's bytes are copied: going down, the content CRuby
- * keeps in the slot fits (destination_class); going up, the rest of `dest` is zeroed, as a new
- * object's is. Content CRuby keeps outside the slot is re-embedded later, by
+ * keeps in the slot fits (destination_class); going up, the rest of `dest` is zeroed (a new
+ * object's is not, alloc.c; zeros here cost little and leave no stale bytes in a slot CRuby
+ * may re-embed into). Content CRuby keeps outside the slot is re-embedded later, by
  * rb_gc_update_object_references, once it fits. */
 static void
 move_object(mosaic_objspace_t *objspace, VALUE src, VALUE dest)

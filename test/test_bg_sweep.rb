@@ -79,14 +79,14 @@ class TestMosaicBackgroundSweep < Test::Unit::TestCase
       50_000.times { raise "wrong result" unless reset_match(arg).equal?("c".freeze) }
       GC.enable
       before = GC.stat(:mosaic_background_freed_objects)
+      pages_before = GC.stat(:mosaic_background_swept_pages)
       GC.start(immediate_sweep: false)
-      # The thread sweeps the cycle's pages while this thread allocates nothing.
-      last, stable = -1, 0
-      until stable >= 3
-        sleep 0.02
-        now = GC.stat(:mosaic_background_swept_pages)
-        stable = now == last ? stable + 1 : 0
-        last = now
+      # The thread sweeps the cycle's pages while this thread allocates nothing; its page count
+      # grows once it has been through all of them (bg_sweep.c).
+      deadline = Process.clock_gettime(Process::CLOCK_MONOTONIC) + 30
+      until GC.stat(:mosaic_background_swept_pages) > pages_before
+        break if Process.clock_gettime(Process::CLOCK_MONOTONIC) > deadline
+        sleep 0.01
       end
       GC.start   # takes the thread's pages: their frees are counted now
       by_thread = GC.stat(:mosaic_background_freed_objects) - before
