@@ -153,7 +153,7 @@ bits_set_if_missing(mosaic_bits_t *word, mosaic_bits_t bits)
 static inline bool
 imemo_env_p(VALUE obj)
 {
-    return RB_BUILTIN_TYPE(obj) == T_IMEMO && ((RBASIC(obj)->flags >> RUBY_FL_USHIFT) & 0x0f) == 0;
+    return RB_BUILTIN_TYPE(obj) == T_IMEMO && mosaic_imemo_kind(obj) == MOSAIC_IMEMO_ENV;
 }
 
 /* Every object now in the heap becomes old (Process.warmup; a forked child, see

@@ -718,8 +718,12 @@ mosaic_old_p(VALUE obj)
 }
 
 /* CRuby's imemo kind of a T_IMEMO: bits RUBY_FL_USHIFT.. of its flags (internal/imemo.h's
- * imemo_type; 7 is imemo_iseq). Mosaic reads it for instruction sequences only. */
-#define MOSAIC_IMEMO_ISEQ 7
+ * imemo_type, IMEMO_MASK 0x0f). Mosaic reads it for instruction sequences (mark.c), heap
+ * environments (generation.c) and the kinds the background sweeper may free (sweep.c). */
+enum {
+    MOSAIC_IMEMO_ENV = 0, MOSAIC_IMEMO_CREF = 1, MOSAIC_IMEMO_SVAR = 2, MOSAIC_IMEMO_THROW_DATA = 3,
+    MOSAIC_IMEMO_IFUNC = 4, MOSAIC_IMEMO_MEMO = 5, MOSAIC_IMEMO_ISEQ = 7,
+};
 static inline unsigned int
 mosaic_imemo_kind(VALUE obj)
 {

@@ -92,10 +92,6 @@ prefetch_unmarked(const struct mosaic_page *page, const struct mosaic_heap *heap
  * callcache (read by class call-cache tables after a garbage check), ment (method
  * definitions' reference counts), iseq, constcache, tmpbuf, parser_strterm. On RDoc the
  * svars of regexp matches ($~) were 3.3 of the 3.8 million objects left to the mutator. */
-enum {
-    MOSAIC_IMEMO_ENV = 0, MOSAIC_IMEMO_CREF = 1, MOSAIC_IMEMO_SVAR = 2, MOSAIC_IMEMO_THROW_DATA = 3,
-    MOSAIC_IMEMO_IFUNC = 4, MOSAIC_IMEMO_MEMO = 5,
-};
 #define MOSAIC_IMEMO_BACKGROUND_SAFE \
     (1u << MOSAIC_IMEMO_ENV | 1u << MOSAIC_IMEMO_CREF | 1u << MOSAIC_IMEMO_SVAR | \
      1u << MOSAIC_IMEMO_THROW_DATA | 1u << MOSAIC_IMEMO_IFUNC | 1u << MOSAIC_IMEMO_MEMO)
