@@ -8,11 +8,18 @@
 # chart (bench/lib/chart.rb). It runs with any Ruby >= 3.0; the measured Ruby is found with
 # scripts/toolchain.sh paths. A failing run is reported with its stderr tail, never dropped.
 # A configuration is a GC library, optionally with "+jemalloc": the same GC with Debian's
-# libjemalloc.so.2 preloaded (LD_PRELOAD), as Rails' production Dockerfile does. Each
+# libjemalloc.so.2 preloaded (LD_PRELOAD), as Rails' production Dockerfile does, and optionally
+# with environment variables after a colon ("mosaic:MOSAIC_INCREMENTAL=0", "mosaic:A=1:B=2"). Each
 # configuration is its own column; the first is the baseline of every ratio.
+# --ballast 0,6,12,... runs each benchmark once per ballast: that many MiB of small Strings kept
+# alive from before the workload starts (bench/lib/probe.rb). It shifts where the collections fall
+# in a program's phases; a program that builds and drops its data in rounds has a peak RSS that
+# depends on where its major GCs fall (DESIGN section 10, "Judging a pacing change"), so a change
+# to pacing is judged over several ballasts: the report's "Across ballasts" section gives each
+# ratio's geometric mean over them.
 #
 # Usage: bench/run.rb [--quick] [--reps N] [--only a,b] [--gcs default,mosaic,default+jemalloc,...]
-#                     [--jemalloc] [--list] [--setup]
+#                     [--jemalloc] [--ballast MIB,...] [--list] [--setup]
 #        bench/run.rb --chart bench/results/FILE.json   (redraw a chart)
 require "json"
 require "optparse"
@@ -32,7 +39,9 @@ SKIP_STATUS = 77 # a workload's "cannot run here" (see lib/bench_support.rb)
 #   timing     false: wall time and peak RSS are not the point (figures only; left out of the chart)
 #   reps       fixed repetition count (deterministic figures need one run)
 #   full_only  "why": left out in --quick mode unless named with --only
-Benchmark = Struct.new(:name, :script, :args, :about, :timing, :reps, :full_only, keyword_init: true) do
+#   (ballast_mb and base_name are set by --ballast, not in this list)
+Benchmark = Struct.new(:name, :script, :args, :about, :timing, :reps, :full_only, :ballast_mb, :base_name,
+                       keyword_init: true) do
   def timing? = timing != false
 end
 
@@ -73,16 +82,24 @@ BENCHMARKS = [
 ].freeze
 
 # A configuration: GC library name, and the allocator the process must run with.
-Config = Struct.new(:name, :gc, :allocator, keyword_init: true)
+Config = Struct.new(:name, :gc, :allocator, :env, keyword_init: true)
 ALLOCATOR_SUFFIXES = { "jemalloc" => "jemalloc" }.freeze # spec suffix => allocator the probe must see
 
 def parse_config(spec)
-  gc, suffix = spec.split("+", 2)
+  lib, *assigns = spec.split(":")
+  env = assigns.to_h do |a|
+    name, value = a.split("=", 2)
+    unless value && name.match?(/\A[A-Z_][A-Z0-9_]*\z/)
+      raise OptionParser::InvalidArgument, "--gcs: #{a.inspect} in #{spec.inspect} is not NAME=value"
+    end
+    [name, value]
+  end
+  gc, suffix = lib.split("+", 2)
   raise OptionParser::InvalidArgument, "--gcs: empty GC name in #{spec.inspect}" if gc.to_s.empty?
   if suffix && !ALLOCATOR_SUFFIXES.key?(suffix)
     raise OptionParser::InvalidArgument, "--gcs: unknown allocator in #{spec.inspect} (known: +#{ALLOCATOR_SUFFIXES.keys.join(", +")})"
   end
-  Config.new(name: spec, gc: gc, allocator: suffix ? ALLOCATOR_SUFFIXES[suffix] : "glibc")
+  Config.new(name: spec, gc: gc, allocator: suffix ? ALLOCATOR_SUFFIXES[suffix] : "glibc", env: env)
 end
 
 # Debian's libjemalloc2 (bench/setup.sh installs it): the file dpkg lists, else its usual place.
@@ -96,7 +113,7 @@ end
 # Options and toolchain
 
 options = { reps: nil, quick: false, only: nil, gcs: %w[default mosaic], jemalloc: false, setup: false, timeout: nil,
-            pauses: true }
+            pauses: true, ballast: nil }
 parser = OptionParser.new do |o|
   o.banner = "Usage: bench/run.rb [options]   (compare GC libraries of one Ruby, side by side)"
   o.on("--quick", "small inputs and 2 repetitions (about 5 minutes)") { options[:quick] = true }
@@ -106,6 +123,10 @@ parser = OptionParser.new do |o|
                             "(default: default,mosaic)") { |l| options[:gcs] = l }
   o.on("--jemalloc", "also run every plain GC of --gcs with +jemalloc (libjemalloc.so.2 preloaded)") do
     options[:jemalloc] = true
+  end
+  o.on("--ballast LIST", Array, "run each benchmark once per ballast (MiB of live Strings from the start; " \
+                                "e.g. 0,6,12,24,48): phases shifted, geometric means reported") do |l|
+    options[:ballast] = l.map { |v| Integer(v, 10) }
   end
   o.on("--timeout SECONDS", Integer, "per-run time limit (default 1200, quick 300)") { |t| options[:timeout] = t }
   o.on("--setup", "run bench/setup.sh first (gems, gnuplot, valgrind)") { options[:setup] = true }
@@ -123,6 +144,9 @@ begin
   raise OptionParser::InvalidArgument, ARGV.join(" ") unless ARGV.empty?
   raise OptionParser::InvalidArgument, "--reps must be >= 1" if options[:reps] && options[:reps] < 1
   raise OptionParser::InvalidArgument, "--gcs needs at least one library" if options[:gcs].empty?
+  if options[:ballast] && (options[:ballast].empty? || options[:ballast].any? { |m| m.negative? || m > 4096 })
+    raise OptionParser::InvalidArgument, "--ballast takes MiB values from 0 to 4096"
+  end
 rescue OptionParser::ParseError => e
   warn e.message, parser.help
   exit 2
@@ -138,7 +162,8 @@ quick = options[:quick]
 reps = options[:reps] || (quick ? 2 : 5)
 timeout = options[:timeout] || (quick ? 300 : 1200)
 gcs = options[:gcs].uniq
-gcs += gcs.reject { |g| g.include?("+") }.map { |g| "#{g}+jemalloc" } if options[:jemalloc]
+# (+jemalloc goes before a configuration's environment: "mosaic:A=1" -> "mosaic+jemalloc:A=1")
+gcs += gcs.reject { |g| g.split(":").first.include?("+") }.map { |g| g.sub(/(:|\z)/, "+jemalloc\\1") } if options[:jemalloc]
 gcs.uniq!
 configs = begin
   gcs.to_h { |spec| [spec, parse_config(spec)] }
@@ -159,6 +184,13 @@ selected = if options[:only]
   BENCHMARKS.select { |b| options[:only].include?(b.name) }
 else
   BENCHMARKS.reject { |b| quick && b.full_only }
+end
+
+if options[:ballast]
+  # One benchmark per ballast, each named with its ballast; the base name groups them.
+  selected = selected.flat_map do |b|
+    options[:ballast].uniq.map { |m| b.dup.tap { |v| v.name = "#{b.name}@#{m}M"; v.ballast_mb = m; v.base_name = b.name } }
+  end
 end
 
 system(File.join(BENCH_DIR, "setup.sh")) || warn("bench/run.rb: bench/setup.sh reported problems (see above)") if options[:setup]
@@ -197,7 +229,7 @@ if configs.values.any? { |c| c.allocator == "jemalloc" } && !JEMALLOC
 end
 
 def config_env(cfg)
-  { "RUBY_GC_LIBRARY" => cfg.gc, "LD_PRELOAD" => cfg.allocator == "jemalloc" ? JEMALLOC : nil }
+  { "RUBY_GC_LIBRARY" => cfg.gc, "LD_PRELOAD" => cfg.allocator == "jemalloc" ? JEMALLOC : nil }.merge(cfg.env || {})
 end
 
 def tail(text, lines = 25) = text.to_s.lines.last(lines).join
@@ -267,6 +299,7 @@ def run_once(ruby, bench, cfg, rep, quick, timeout, scratch)
     "MOSAIC_BENCH_PROBE" => probe, "MOSAIC_BENCH_FIGURES" => figures, "MOSAIC_BENCH_PAUSES" => PAUSES_EXT,
     "MOSAIC_RUBY_SRC" => TOOL["MOSAIC_RUBY_SRC"], "RUBYOPT" => nil, "RUBYLIB" => nil,
     "GEM_HOME" => nil, "GEM_PATH" => nil, "BUNDLE_GEMFILE" => nil,
+    "MOSAIC_BENCH_BALLAST_MB" => bench.ballast_mb&.to_s,
   )
   args = (bench.args || []).dup
   args << "--quick" if quick && !args.include?("--quick")
@@ -424,7 +457,8 @@ def summarize(bench, runs_by_gc, baseline, jemalloc_baseline, jemalloc_others)
            "wall_s" => pair_ratio(runs_by_gc[jemalloc_baseline], runs_by_gc[gc], :wall_s),
            "peak_rss_kb" => pair_ratio(runs_by_gc[jemalloc_baseline], runs_by_gc[gc], :peak_rss_kb) }]
   end
-  { "name" => bench.name, "about" => bench.about, "timing" => bench.timing?, "per_gc" => per_gc, "ratios" => ratios,
+  { "name" => bench.name, "base_name" => bench.base_name, "ballast_mb" => bench.ballast_mb,
+    "about" => bench.about, "timing" => bench.timing?, "per_gc" => per_gc, "ratios" => ratios,
     "jemalloc_ratios" => jemalloc_ratios, "runs" => runs_by_gc.values.flatten.map { |r| r.to_h.transform_keys(&:to_s) } }
 end
 
@@ -516,6 +550,7 @@ def markdown(results, gcs, baseline, meta)
     end
   end
 
+  out << ballast_markdown(results, others, baseline)
   out << pauses_markdown(results, gcs)
   out << memory_markdown(results, gcs)
 
@@ -532,6 +567,32 @@ def markdown(results, gcs, baseline, meta)
     failed.each do |n, r|
       out << "- **#{n}** under #{r["gc"]}, run #{r["rep"]}: #{r["message"]}; stderr tail:\n\n"
       out << "```\n#{r["stderr_tail"].to_s.rstrip}\n```\n\n"
+    end
+  end
+  out
+end
+
+# The "Across ballasts" section (--ballast): per benchmark and configuration, the median ratios
+# at each ballast and their geometric mean.
+def ballast_markdown(results, others, baseline)
+  groups = results.select { |r| r["base_name"] }.group_by { |r| r["base_name"] }
+  return "" if groups.empty? || others.empty?
+  geo = ->(xs) { xs.empty? ? nil : Math.exp(xs.sum { |x| Math.log(x) } / xs.size) }
+  out = +"\n### Across ballasts\n\n"
+  out << "Each benchmark ran with each ballast (MiB of small Strings kept alive from the start), which moves its " \
+         "collections against its phases. Cells: median peak RSS and wall ratio (#{others.map { |o| "#{o}/#{baseline}" }.join(", ")}) " \
+         "per ballast, then their geometric mean.\n\n"
+  ballasts = groups.values.first.map { |r| r["ballast_mb"] }
+  head = ["benchmark", "configuration", "ratio", *ballasts.map { |m| "+#{m} MiB" }, "geometric mean"]
+  out << "| #{head.join(" | ")} |\n|#{head.map { "---" }.join("|")}|\n"
+  groups.each do |name, rows|
+    others.each do |o|
+      { "peak RSS" => "peak_rss_kb", "wall" => "wall_s" }.each do |label, key|
+        vals = rows.map { |r| r.dig("ratios", o, key, "median") }
+        cells = vals.map { |v| v ? format("%.2f", v) : "-" }
+        g = geo.call(vals.compact)
+        out << "| #{[name, o, label, *cells, g ? format("**%.3f**", g) : "-"].join(" | ")} |\n"
+      end
     end
   end
   out
@@ -648,9 +709,9 @@ meta = {
   "date" => Time.now.utc.iso8601, "git_commit" => commit + (dirty ? "-dirty" : ""),
   "mode" => quick ? "quick" : "full", "reps" => reps, "gcs" => gcs, "baseline" => baseline,
   "ruby" => ruby, "ruby_version" => ruby_versions, "gc_dir" => TOOL["MOSAIC_GC_DIR"],
-  "machine" => machine_info, "command" => "bench/run.rb #{options.inspect}",
+  "machine" => machine_info, "command" => "bench/run.rb #{options.inspect}", "ballast_mb" => options[:ballast],
   "ratio_spread" => "median of per-pair ratios (run j of a GC vs run j of the baseline), with min and max",
-  "configs" => configs.transform_values { |c| { "gc" => c.gc, "allocator" => c.allocator, "ld_preload" => config_env(c)["LD_PRELOAD"] } },
+  "configs" => configs.transform_values { |c| { "gc" => c.gc, "allocator" => c.allocator, "ld_preload" => config_env(c)["LD_PRELOAD"], "env" => c.env } },
   "jemalloc_baseline" => jemalloc_baseline, "jemalloc_compared" => jemalloc_others,
   "pause_timer" => PAUSES_EXT ? "bench/lib/pauses.c (GC_ENTER/GC_EXIT hooks)" : nil,
 }

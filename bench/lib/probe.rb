@@ -173,3 +173,10 @@ if ENV["MOSAIC_BENCH_PROBE"]
 
   at_exit { MosaicBenchProbe.write }
 end
+
+# bench/run.rb --ballast: MOSAIC_BENCH_BALLAST_MB MiB of small Strings (one 40-byte slot each,
+# plus an 8-byte reference in the Array's buffer), allocated here, before the workload, and kept
+# alive to the end. It changes nothing in the workload; it moves where its collections fall.
+if (ballast_mb = ENV["MOSAIC_BENCH_BALLAST_MB"].to_i) > 0
+  $mosaic_bench_ballast = Array.new(ballast_mb * 1048576 / 40) { |i| "b#{i}" }
+end
