@@ -1,5 +1,6 @@
 # Loaded with -r into every measured Ruby process by bench/run.rb: at exit it writes what the
 # process measured about itself as JSON to $MOSAIC_BENCH_PROBE. Wall time is taken by the parent.
+# With --ballast it also allocates the run's ballast before the workload (end of this file).
 #
 #   gc                          GC.config[:implementation]: the GC library in use
 #   peak_rss_kb, rss_kb         VmHWM and VmRSS (kB) of /proc/self/status; also rss_anon_kb, rss_file_kb
