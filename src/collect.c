@@ -106,6 +106,7 @@ verify_due(mosaic_objspace_t *objspace)
 }
 
 static bool incremental_p(mosaic_objspace_t *objspace, unsigned int reason);
+static void mark_cost_observe(mosaic_objspace_t *objspace, bool full, uint64_t mark_ns);
 static void set_mark_pace(mosaic_objspace_t *objspace);
 static void finish_cycle(mosaic_objspace_t *objspace, unsigned int reason, bool compact, uint64_t start_ns, unsigned int *lev);
 
@@ -238,12 +239,13 @@ mosaic_collect(mosaic_objspace_t *objspace, unsigned int reason)
         mosaic_gc_exit(objspace, &lev);
         return true;
     }
-    uint64_t mark_start = measure || by_fragmentation ? mosaic_now_ns() : 0;
+    uint64_t mark_start = mosaic_now_ns();
     objspace->marked_in_steps = false;
     mosaic_mark_phase(objspace, full);
-    uint64_t mark_ns = mark_start ? mosaic_now_ns() - mark_start : 0;
+    uint64_t mark_ns = mosaic_now_ns() - mark_start;
     if (measure) objspace->stats.marking_time_ns += mark_ns;
     objspace->latest_mark_ns = mark_ns;
+    mark_cost_observe(objspace, full, mark_ns);
     rb_gc_event_hook(0, RUBY_INTERNAL_EVENT_GC_END_MARK);
     objspace->gc_state = MOSAIC_STATE_SWEEPING;
 
@@ -310,10 +312,50 @@ finish_cycle(mosaic_objspace_t *objspace, unsigned int reason, bool compact, uin
 
 /* ================================================== incremental marking */
 
+/* Marks done at once are timed (two clock reads, whether or not GC.measure_total_time is on):
+ * their cost per traced slot, and the longest recent minor mark, decide which majors mark in
+ * steps (below). Marks of fewer than MARK_COST_MIN_SLOTS slots are too short to time. */
+#define MARK_COST_MIN_SLOTS 10000
+
+static void
+mark_cost_observe(mosaic_objspace_t *objspace, bool full, uint64_t mark_ns)
+{
+    size_t traced = mosaic_expected_traced(objspace, full);   /* this mark's count, just stored */
+    if (traced >= MARK_COST_MIN_SLOTS) {
+        double rate = (double)mark_ns / (double)traced;
+        double avg = objspace->mark_ns_per_slot;
+        objspace->mark_ns_per_slot = avg > 0 ? (avg * 3 + rate) / 4 : rate;
+    }
+    if (!full) {
+        uint64_t decayed = objspace->minor_mark_peak_ns - objspace->minor_mark_peak_ns / 8;
+        objspace->minor_mark_peak_ns = mark_ns > decayed ? mark_ns : decayed;
+    }
+}
+
+/* Whether marking a major at once would be a pause that stands out: its estimated time (the
+ * slots it would trace, as set_mark_pace counts them, times the measured cost per slot) is
+ * more than MOSAIC_INCREMENTAL_RATIO (2) times the longest recent minor mark. When it is not,
+ * the program's minor GCs already pause about as long, so steps would not shorten its longest
+ * pauses, while they cost memory (what is live when the mark starts stays to the next major;
+ * the room the steps allocate from is held back from the cycle before) and time (barriers,
+ * many short stays in the GC): hash-heavy, whose minors trace a build-up of young data, kept
+ * 436 MB peak with steps against 392 with its majors marked at once (DESIGN section 10).
+ * Before any mark was timed, steps. */
+static bool
+mark_at_once_is_short(mosaic_objspace_t *objspace)
+{
+    double ratio = objspace->params.incremental_ratio;
+    if (ratio <= 0 || objspace->mark_ns_per_slot <= 0) return false;
+    double live = (double)mosaic_expected_traced(objspace, true);
+    if ((double)objspace->old_objects > live) live = (double)objspace->old_objects;
+    return live * objspace->mark_ns_per_slot <= ratio * (double)objspace->minor_mark_peak_ns;
+}
+
 /* Which major GCs mark in steps: those the pacer starts (a refill found no room, or the malloc
- * limit), on a heap large enough for a whole mark to be a long pause, and GC.start(immediate_mark:
- * false) whatever the size. Not any other GC.start, GC.stress, compaction, or during a heap
- * walk. MOSAIC_STRESS_INCREMENTAL drops the size bound. */
+ * limit), on a heap large enough for a whole mark to be a long pause, and longer than the
+ * minor GCs' pauses (mark_at_once_is_short), and GC.start(immediate_mark: false) whatever the
+ * size. Not any other GC.start, GC.stress, compaction, or during a heap walk.
+ * MOSAIC_STRESS_INCREMENTAL drops both bounds. */
 static bool
 incremental_p(mosaic_objspace_t *objspace, unsigned int reason)
 {
@@ -325,7 +367,8 @@ incremental_p(mosaic_objspace_t *objspace, unsigned int reason)
     if (reason & (MOSAIC_REASON_METHOD | MOSAIC_REASON_STRESS | MOSAIC_REASON_IMMEDIATE_SWEEP)) return false;
     if (!(reason & (MOSAIC_REASON_NEWOBJ | MOSAIC_REASON_MALLOC))) return false;
     if (objspace->params.stress_incremental) return true;
-    return mosaic_expected_traced(objspace, true) >= objspace->params.incremental_min;
+    if (mosaic_expected_traced(objspace, true) < objspace->params.incremental_min) return false;
+    return !mark_at_once_is_short(objspace);
 }
 
 /* The next collection is a major GC that will mark in steps (the pacer asked for a major; the

@@ -51,6 +51,10 @@
  * | MOSAIC_GC_THREADS                     | cores   | threads that mark (at most 8 by default)  |
  * | MOSAIC_PARALLEL_MARK_MIN              | 100000  | slots traced below which marking is serial|
  * | MOSAIC_INCREMENTAL                    | 1       | 0: pacer-started majors mark at once      |
+ * | MOSAIC_INCREMENTAL_RATIO              | 2.0     | a pacer-started major marks in steps if   |
+ * |                                       |         | marking it at once would take more than   |
+ * |                                       |         | this times the longest recent minor mark  |
+ * |                                       |         | (0: always; DESIGN section 10)            |
  * | MOSAIC_BACKGROUND_SWEEP               | 1 if 2+ | 0: no background sweeper (bg_sweep.c)     |
  * |                                       | threads |                                           |
  * | MOSAIC_TRACE                          | 0       | 1: one line per GC on stderr (memory.c)   |
@@ -117,6 +121,7 @@ mosaic_params_defaults(struct mosaic_params *params)
     params->background_sweep = MOSAIC_BACKGROUND_SWEEP_DEFAULT && params->gc_threads > 1;
     params->incremental = true;    /* measured: pauses down, memory a little up (DESIGN section 10) */
     params->incremental_min = 10000;
+    params->incremental_ratio = 2.0;
     params->mark_step_min = 4096;
 }
 
@@ -179,8 +184,11 @@ env_double(const char *name, double *value, double lower, double upper, bool acc
     }
     if (!(accept_zero && v == 0.0)) {
         if (v <= lower || (upper != 0.0 && v > upper)) {
-            fprintf(stderr, "[mosaic] %s=%f is ignored because it must be in (%f, %f] (keeping %f)\n",
-                    name, v, lower, upper, *value);
+            char range[96];
+            if (upper != 0.0) snprintf(range, sizeof(range), "(%f, %f]", lower, upper);
+            else snprintf(range, sizeof(range), "(%f, inf)", lower);
+            fprintf(stderr, "[mosaic] %s=%f is ignored because it must be %s%s (keeping %f)\n",
+                    name, v, accept_zero ? "0 or in " : "in ", range, *value);
             return false;
         }
     }
@@ -277,6 +285,7 @@ mosaic_params_from_env(struct mosaic_params *params)
     size_t incremental = params->incremental;
     if (env_size("MOSAIC_INCREMENTAL", &incremental, 0)) params->incremental = incremental != 0;
     env_size("MOSAIC_INCREMENTAL_MIN", &params->incremental_min, 0);
+    env_double("MOSAIC_INCREMENTAL_RATIO", &params->incremental_ratio, 0.0, 0.0, true);
     env_size("MOSAIC_MARK_STEP_MIN", &params->mark_step_min, 1);
     size_t stress_incremental = 0;
     if (env_size("MOSAIC_STRESS_INCREMENTAL", &stress_incremental, 0)) params->stress_incremental = stress_incremental;

@@ -365,6 +365,8 @@ struct mosaic_params {
     bool incremental;                /* MOSAIC_INCREMENTAL=0 turns off marking in steps for pacer-started majors (DESIGN section 10) */
     bool background_sweep;           /* MOSAIC_BACKGROUND_SWEEP=0 turns off the background sweeper (bg_sweep.c; on with 2+ GC threads) */
     size_t incremental_min;          /* MOSAIC_INCREMENTAL_MIN: live slots below which a major marks at once */
+    double incremental_ratio;        /* MOSAIC_INCREMENTAL_RATIO: a major marks in steps only if marking it at once would
+                                      * take more than this many times the longest recent minor mark (0: always) */
     size_t mark_step_min;            /* MOSAIC_MARK_STEP_MIN: slots a step marks at least */
     size_t stress_incremental;       /* MOSAIC_STRESS_INCREMENTAL=N: every pacer major marks in steps, of N slots (implies MOSAIC_INCREMENTAL=1) */
 };
@@ -541,8 +543,12 @@ typedef struct mosaic_objspace {
     int compact_trigger;             /* enum mosaic_compact_trigger */
     unsigned int compact_classes;    /* bit h: class h takes part (all for every trigger but fragmentation) */
     size_t compact_budget;           /* most objects the compaction may move; SIZE_MAX: no bound */
-    uint64_t latest_mark_ns;         /* the latest mark done at once: MOSAIC_TRACE, and the fragmentation
-                                      * policy's move budget (measured then even with GC time off; else 0) */
+    uint64_t latest_mark_ns;         /* the latest mark done at once: MOSAIC_TRACE, the fragmentation policy's
+                                      * move budget, the mark cost below (measured even with GC time off) */
+    /* What a mark done at once costs (collect.c, mark_cost_observe): for the choice between
+     * marking a major in steps and at once (incremental_p). */
+    double mark_ns_per_slot;         /* ns per slot traced, moving average over marks done at once (0: none yet) */
+    uint64_t minor_mark_peak_ns;     /* the longest recent minor mark: the max of each minor's, decaying 1/8 per minor */
     double compact_move_ns;          /* measured cost of one move, ns (moving average) */
     uint64_t compact_update_ns;      /* the latest compaction's reference-update pass, ns */
     double compact_occupancy[MOSAIC_HEAP_MAX];     /* per class, as measured after the mark */

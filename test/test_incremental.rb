@@ -254,9 +254,11 @@ class TestMosaicIncremental < Test::Unit::TestCase
     RUBY
   end
 
+  # (MOSAIC_INCREMENTAL_RATIO=0: the ring's minors trace about as much as its majors, so under
+  # the default ratio its majors mark at once; test_incremental_ratio_decides_... below.)
   def test_the_pacer_starts_majors_that_mark_in_steps
     omit "Mosaic's incremental marking" unless mosaic?
-    assert_gc_script(<<~'RUBY', env: ON, timeout: 300)
+    assert_gc_script(<<~'RUBY', env: ON.merge("MOSAIC_INCREMENTAL_RATIO" => "0"), timeout: 300)
       # Strings that live long enough to grow old, then die: the old generation fills with
       # garbage, and the pacer asks for major GCs (no GC.start here).
       ring = Array.new(150_000)
@@ -282,12 +284,15 @@ class TestMosaicIncremental < Test::Unit::TestCase
   # the pool's 15 MiB and 7.6 MiB of fresh pages taken before the major began; here, with a
   # class that may grow to its init slots without collecting, 367 fresh pages and no major in
   # 300k allocations). Each refill that helps takes a page: about one per 16 left to sweep.
+  # (MOSAIC_INCREMENTAL_RATIO=0: on a heap this small the major would mark at once, at the
+  # ordinary trigger, and nothing would wait for the sweep.)
   def test_a_class_that_runs_dry_ends_the_sweep_a_waiting_major_needs
     omit "Mosaic's incremental marking" unless mosaic?
     omit "the stress gate's forced collections leave the pacer no say" if ENV["MOSAIC_STRESS_MINOR"]
     omit "the heap check after each GC ends its sweep" if checking_build? || GC.config[:verify_after_gc]
     # (stderr: the GC reports the variable it was given, as the default GC does when verbose.)
-    assert_gc_script(<<~'RUBY', env: ON.merge("RUBY_GC_HEAP_1_INIT_SLOTS" => "2000000"), timeout: 300, ignore_stderr: true)
+    env = ON.merge("RUBY_GC_HEAP_1_INIT_SLOTS" => "2000000", "MOSAIC_INCREMENTAL_RATIO" => "0")
+    assert_gc_script(<<~'RUBY', env: env, timeout: 300, ignore_stderr: true)
       require "objspace"
       Node = Struct.new(:key, :value, :left, :right, :red)
       assert_equal GC.stat_heap(1, :slot_size), ObjectSpace.memsize_of(Node.new), "Node is not in class 1"
@@ -322,11 +327,13 @@ class TestMosaicIncremental < Test::Unit::TestCase
   # steps. It catches up (a step of an eighth of the mark, then a page of growth: collect.c,
   # mosaic_incremental_catch_up) instead of finishing the whole mark in one pause. Before,
   # 2 of this script's 10 marks were finished so (hash-heavy: 233-366 ms pauses).
+  # (MOSAIC_INCREMENTAL_RATIO=0: its minors trace much of the build-up, so under the default
+  # ratio some of its majors mark at once; this test is about the marks that take steps.)
   def test_allocation_that_outruns_the_marking_catches_up_without_finishing_it
     omit "Mosaic's incremental marking" unless mosaic?
     omit "the stress gate's forced collections finish marks" if ENV["MOSAIC_STRESS_MINOR"]
     omit "fixed-size stress steps take no catch-up" if ENV["MOSAIC_STRESS_INCREMENTAL"]
-    assert_gc_script(<<~'RUBY', env: ON, timeout: 300)
+    assert_gc_script(<<~'RUBY', env: ON.merge("MOSAIC_INCREMENTAL_RATIO" => "0"), timeout: 300)
       # Whether a class runs out depends on how the heap grew: build up to 6 times, until one
       # mark had to catch up (one does within the first two rounds in runs seen here).
       kept = nil
@@ -391,6 +398,41 @@ class TestMosaicIncremental < Test::Unit::TestCase
       assert_operator GC.stat(:major_gc_count) - majors, :>=, 5
       assert_operator GC.stat(:mosaic_incremental_marks), :>=, 5
       GC.verify_internal_consistency
+    RUBY
+  end
+
+  # Which pacer-started majors mark in steps (collect.c, mark_at_once_is_short): those whose
+  # mark done at once would take more than MOSAIC_INCREMENTAL_RATIO (2) times the longest recent
+  # minor mark; the others mark at once, since the program's minor pauses are as long already.
+  # The ring's minors trace about as much as its majors (the Strings written since the previous
+  # GC, against the ring's 150k: 3 against 3.5 ms), so under the default ratio its majors
+  # mark at once (all but the first large enough to take steps, traced before its minors
+  # grew). With 0, every one marks in steps; with a ratio no mark can reach, none does. (The
+  # opposite case, majors far longer than the minors, is the Rails benchmark's: bench/run.rb
+  # pauses-rails reports its majors' pauses, DESIGN section 10.)
+  def test_incremental_ratio_decides_which_pacer_majors_mark_in_steps
+    omit "Mosaic's incremental marking" unless mosaic?
+    omit "the stress gate's forced collections leave the pacer no say" if ENV["MOSAIC_STRESS_MINOR"]
+    omit "MOSAIC_STRESS_INCREMENTAL makes every pacer major mark in steps" if ENV["MOSAIC_STRESS_INCREMENTAL"]
+    ring = <<~'RUBY'
+      ring = Array.new(150_000)
+      1_500_000.times { |n| ring[n % 150_000] = "ring #{n}" }
+      majors = GC.stat(:major_gc_count)
+      marks = GC.stat(:mosaic_incremental_marks)
+      ring.each_with_index { |s, i| assert_match(/\Aring \d+\z/, s, "slot #{i}") }
+    RUBY
+    assert_gc_script(ring + <<~'RUBY', env: ON.merge("MOSAIC_INCREMENTAL_RATIO" => "1e9"), timeout: 300)
+      assert_operator majors, :>, 3, "the pacer asked for too few majors to tell"
+      assert_equal 0, marks, "a major marked in steps although its mark at once was short enough"
+    RUBY
+    assert_gc_script(ring + <<~'RUBY', env: ON.merge("MOSAIC_INCREMENTAL_RATIO" => "0"), timeout: 300)
+      # (The first majors, of fewer than MOSAIC_INCREMENTAL_MIN slots, mark at once.)
+      assert_operator marks, :>, 3
+      assert_operator marks, :>=, majors - 3, "pacer majors marked at once with the ratio off"
+    RUBY
+    assert_gc_script(ring + <<~'RUBY', env: ON, timeout: 300)
+      assert_operator majors, :>, 3, "the pacer asked for too few majors to tell"
+      assert_operator marks, :<, majors / 2, "majors no longer than its minors marked in steps"
     RUBY
   end
 
