@@ -326,10 +326,10 @@ mark_cost_observe(mosaic_objspace_t *objspace, bool full, uint64_t mark_ns)
         double avg = objspace->mark_ns_per_slot;
         objspace->mark_ns_per_slot = avg > 0 ? (avg * 3 + rate) / 4 : rate;
     }
-    if (!full) {
-        uint64_t decayed = objspace->minor_mark_peak_ns - objspace->minor_mark_peak_ns / 8;
-        objspace->minor_mark_peak_ns = mark_ns > decayed ? mark_ns : decayed;
-    }
+    /* Decays at every mark done at once, so that one slow minor long ago does not keep every
+     * major at once where nearly every GC is a major (an old-object limit factor below 1). */
+    uint64_t decayed = objspace->minor_mark_peak_ns - objspace->minor_mark_peak_ns / 8;
+    objspace->minor_mark_peak_ns = !full && mark_ns > decayed ? mark_ns : decayed;
 }
 
 /* Whether marking a major at once would be a pause that stands out: its estimated time (the

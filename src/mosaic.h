@@ -548,7 +548,7 @@ typedef struct mosaic_objspace {
     /* What a mark done at once costs (collect.c, mark_cost_observe): for the choice between
      * marking a major in steps and at once (incremental_p). */
     double mark_ns_per_slot;         /* ns per slot traced, moving average over marks done at once (0: none yet) */
-    uint64_t minor_mark_peak_ns;     /* the longest recent minor mark: the max of each minor's, decaying 1/8 per minor */
+    uint64_t minor_mark_peak_ns;     /* the longest recent minor mark: each minor's, or the peak less 1/8 per mark done at once */
     double compact_move_ns;          /* measured cost of one move, ns (moving average) */
     uint64_t compact_update_ns;      /* the latest compaction's reference-update pass, ns */
     double compact_occupancy[MOSAIC_HEAP_MAX];     /* per class, as measured after the mark */
