@@ -332,20 +332,24 @@ mark_cost_observe(mosaic_objspace_t *objspace, bool full, uint64_t mark_ns)
     objspace->minor_mark_peak_ns = !full && mark_ns > decayed ? mark_ns : decayed;
 }
 
-/* Whether marking a major at once would be a pause that stands out: its estimated time (the
- * slots it would trace, as set_mark_pace counts them, times the measured cost per slot) is
- * more than MOSAIC_INCREMENTAL_RATIO (2) times the longest recent minor mark. When it is not,
- * the program's minor GCs already pause about as long, so steps would not shorten its longest
- * pauses, while they cost memory (what is live when the mark starts stays to the next major;
- * the room the steps allocate from is held back from the cycle before) and time (barriers,
- * many short stays in the GC): hash-heavy, whose minors trace a build-up of young data, kept
- * 436 MB peak with steps against 392 with its majors marked at once (DESIGN section 10).
- * Before any mark was timed, steps. */
+/* Whether marking a major at once would not be a pause that stands out: the program's minor
+ * marks have been long lately (the longest recent one at least MOSAIC_INCREMENTAL_LONG_MINOR,
+ * 16 ms), and the major's estimated time (the slots it would trace, as set_mark_pace counts
+ * them, times the measured cost per slot) is at most MOSAIC_INCREMENTAL_RATIO (2) times that
+ * minor. Then steps would not shorten the program's long pauses by much, while they cost
+ * memory (what is live when the mark starts stays to the next major; the room the steps
+ * allocate from is held back from the cycle before) and time (barriers, many short stays in
+ * the GC): hash-heavy, whose minors trace a build-up of young data (20-130 ms), kept 436 MB
+ * peak with steps against 384 with its late majors marked at once. A program whose minors are
+ * short keeps steps whatever the ratio: a Rails process's boot majors of 60k slots, marked at
+ * once beside 6 ms minors, paused 12-14 ms, above the default GC's longest pause (DESIGN
+ * section 10). Before any mark was timed, steps. */
 static bool
 mark_at_once_is_short(mosaic_objspace_t *objspace)
 {
     double ratio = objspace->params.incremental_ratio;
     if (ratio <= 0 || objspace->mark_ns_per_slot <= 0) return false;
+    if ((double)objspace->minor_mark_peak_ns < objspace->params.incremental_long_minor_ms * 1e6) return false;
     double live = (double)mosaic_expected_traced(objspace, true);
     if ((double)objspace->old_objects > live) live = (double)objspace->old_objects;
     return live * objspace->mark_ns_per_slot <= ratio * (double)objspace->minor_mark_peak_ns;

@@ -54,7 +54,9 @@
  * | MOSAIC_INCREMENTAL_RATIO              | 2.0     | a pacer-started major marks in steps if   |
  * |                                       |         | marking it at once would take more than   |
  * |                                       |         | this times the longest recent minor mark  |
- * |                                       |         | (0: always; DESIGN section 10)            |
+ * |                                       |         | (0: always; DESIGN section 10), once a    |
+ * |                                       |         | recent minor mark took at least:          |
+ * | MOSAIC_INCREMENTAL_LONG_MINOR         | 16      | ms (0: whatever the minors took)          |
  * | MOSAIC_BACKGROUND_SWEEP               | 1 if 2+ | 0: no background sweeper (bg_sweep.c)     |
  * |                                       | threads |                                           |
  * | MOSAIC_TRACE                          | 0       | 1: one line per GC on stderr (memory.c)   |
@@ -122,6 +124,7 @@ mosaic_params_defaults(struct mosaic_params *params)
     params->incremental = true;    /* measured: pauses down, memory a little up (DESIGN section 10) */
     params->incremental_min = 10000;
     params->incremental_ratio = 2.0;
+    params->incremental_long_minor_ms = 16.0;
     params->mark_step_min = 4096;
 }
 
@@ -286,6 +289,7 @@ mosaic_params_from_env(struct mosaic_params *params)
     if (env_size("MOSAIC_INCREMENTAL", &incremental, 0)) params->incremental = incremental != 0;
     env_size("MOSAIC_INCREMENTAL_MIN", &params->incremental_min, 0);
     env_double("MOSAIC_INCREMENTAL_RATIO", &params->incremental_ratio, 0.0, 0.0, true);
+    env_double("MOSAIC_INCREMENTAL_LONG_MINOR", &params->incremental_long_minor_ms, 0.0, 0.0, true);
     env_size("MOSAIC_MARK_STEP_MIN", &params->mark_step_min, 1);
     size_t stress_incremental = 0;
     if (env_size("MOSAIC_STRESS_INCREMENTAL", &stress_incremental, 0)) params->stress_incremental = stress_incremental;

@@ -367,6 +367,7 @@ struct mosaic_params {
     size_t incremental_min;          /* MOSAIC_INCREMENTAL_MIN: live slots below which a major marks at once */
     double incremental_ratio;        /* MOSAIC_INCREMENTAL_RATIO: a major marks in steps only if marking it at once would
                                       * take more than this many times the longest recent minor mark (0: always) */
+    double incremental_long_minor_ms; /* MOSAIC_INCREMENTAL_LONG_MINOR: ... and only once that minor took this long (ms) */
     size_t mark_step_min;            /* MOSAIC_MARK_STEP_MIN: slots a step marks at least */
     size_t stress_incremental;       /* MOSAIC_STRESS_INCREMENTAL=N: every pacer major marks in steps, of N slots (implies MOSAIC_INCREMENTAL=1) */
 };

@@ -25,18 +25,25 @@ class TestMosaicEnv < Test::Unit::TestCase
     omit "Mosaic's messages" unless mosaic?
     omit "the stress gate's forced collections leave the pacer no say" if ENV["MOSAIC_STRESS_MINOR"]
     omit "MOSAIC_STRESS_INCREMENTAL makes every pacer major mark in steps" if ENV["MOSAIC_STRESS_INCREMENTAL"]
-    # (A ring whose majors mark at once under the default ratio, all but the first few in steps
-    # under 0: test_incremental.rb.)
+    # (A ring whose 3 ms minors trace about as much as its majors: with no floor on the minors,
+    # its majors mark at once under the default ratio and all but the first few in steps under
+    # a ratio of 0; under the default floor, in steps. test_incremental.rb.)
     code = "ring = Array.new(150_000); 1_500_000.times { |n| ring[n % 150_000] = \"r\#{n}\" }; " \
            "print GC.stat(:mosaic_incremental_marks), ' ', GC.stat(:major_gc_count)"
     %w[often -1].each do |bad|
-      out, err, status = run_with({ "MOSAIC_INCREMENTAL_RATIO" => bad }, code)
+      out, err, status = run_with({ "MOSAIC_INCREMENTAL_RATIO" => bad, "MOSAIC_INCREMENTAL_LONG_MINOR" => "0" }, code)
       assert_predicate status, :success?, err
       assert_match(/\[mosaic\] (invalid value for MOSAIC_INCREMENTAL_RATIO: often|MOSAIC_INCREMENTAL_RATIO=-1\.0+ is ignored)/, err)
       marks, majors = out.split.map(&:to_i)
       assert_operator majors, :>, 3, "the pacer asked for too few majors to tell"
       assert_operator marks, :<, majors / 2, "the default ratio was not kept for #{bad}"
     end
+    out, err, status = run_with({ "MOSAIC_INCREMENTAL_LONG_MINOR" => "soon" }, code)
+    assert_predicate status, :success?, err
+    assert_match(/\[mosaic\] invalid value for MOSAIC_INCREMENTAL_LONG_MINOR: soon/, err)
+    marks, majors = out.split.map(&:to_i)
+    assert_operator marks, :>, 3, "too few majors marked in steps to tell"
+    assert_operator marks, :>=, majors - 3, "the default floor (16 ms) was not kept"
   end
 
   def test_out_of_range_value_warns
@@ -94,9 +101,9 @@ class TestMosaicEnv < Test::Unit::TestCase
     assert_operator out.to_i, :<=, 5
     # A value too large to mean anything (4 TB of room) still collects: one GC's floor budget
     # is at most the pages in use or 32 MiB, so the heap grows by steps with GCs between.
-    # (4M objects, 160 MB: 2M took 2 GCs while the old-generation major started early, in
-    # steps, and 1 since the ratio rule marks it at once, at the ordinary trigger: this
-    # heap's minors pause about as long as its major would, DESIGN section 10.)
+    # (4M objects, 160 MB: with 2M the count depends on whether the old-generation major
+    # starts early, to mark in steps, or at the ordinary trigger, to mark at once:
+    # MOSAIC_INCREMENTAL_RATIO, DESIGN section 10.)
     out, err, status = run_with({ "RUBY_GC_HEAP_FREE_SLOTS" => "100000000000" }, churn.sub("2_000_000", "4_000_000"))
     assert_predicate status, :success?, err
     assert_operator out.to_i, :>=, 2

@@ -239,7 +239,7 @@ class TestMosaicIncremental < Test::Unit::TestCase
     omit "Mosaic's incremental marking" unless mosaic?
     # (stderr: the GC reports the variable it was given, as the default GC does when verbose.)
     # (MOSAIC_INCREMENTAL_RATIO=0: the sweep holds pages back only for a major that will mark
-    # in steps.)
+    # in steps, and this one must, whatever its minors took.)
     env = ON.merge("RUBY_GC_HEAP_OLDOBJECT_LIMIT_FACTOR" => "0.4", "MOSAIC_INCREMENTAL_RATIO" => "0")
     assert_gc_script(<<~'RUBY', env: env, timeout: 300, ignore_stderr: true)
       keep = Array.new(60_000) { |i| "k#{i}" * (i % 3) }
@@ -257,11 +257,9 @@ class TestMosaicIncremental < Test::Unit::TestCase
     RUBY
   end
 
-  # (MOSAIC_INCREMENTAL_RATIO=0: the ring's minors trace about as much as its majors, so under
-  # the default ratio its majors mark at once; test_incremental_ratio_decides_... below.)
   def test_the_pacer_starts_majors_that_mark_in_steps
     omit "Mosaic's incremental marking" unless mosaic?
-    assert_gc_script(<<~'RUBY', env: ON.merge("MOSAIC_INCREMENTAL_RATIO" => "0"), timeout: 300)
+    assert_gc_script(<<~'RUBY', env: ON, timeout: 300)
       # Strings that live long enough to grow old, then die: the old generation fills with
       # garbage, and the pacer asks for major GCs (no GC.start here).
       ring = Array.new(150_000)
@@ -287,8 +285,8 @@ class TestMosaicIncremental < Test::Unit::TestCase
   # the pool's 15 MiB and 7.6 MiB of fresh pages taken before the major began; here, with a
   # class that may grow to its init slots without collecting, 367 fresh pages and no major in
   # 300k allocations). Each refill that helps takes a page: about one per 16 left to sweep.
-  # (MOSAIC_INCREMENTAL_RATIO=0: on a heap this small the major would mark at once, at the
-  # ordinary trigger, and nothing would wait for the sweep.)
+  # (MOSAIC_INCREMENTAL_RATIO=0: the major must mark in steps, whatever its minors took, or
+  # nothing waits for the sweep.)
   def test_a_class_that_runs_dry_ends_the_sweep_a_waiting_major_needs
     omit "Mosaic's incremental marking" unless mosaic?
     omit "the stress gate's forced collections leave the pacer no say" if ENV["MOSAIC_STRESS_MINOR"]
@@ -330,8 +328,9 @@ class TestMosaicIncremental < Test::Unit::TestCase
   # steps. It catches up (a step of an eighth of the mark, then a page of growth: collect.c,
   # mosaic_incremental_catch_up) instead of finishing the whole mark in one pause. Before,
   # 2 of this script's 10 marks were finished so (hash-heavy: 233-366 ms pauses).
-  # (MOSAIC_INCREMENTAL_RATIO=0: its minors trace much of the build-up, so under the default
-  # ratio some of its majors mark at once; this test is about the marks that take steps.)
+  # (MOSAIC_INCREMENTAL_RATIO=0: its minors trace much of the build-up and may take 16 ms or
+  # more, and then some of its majors mark at once; this test is about the marks that take
+  # steps.)
   def test_allocation_that_outruns_the_marking_catches_up_without_finishing_it
     omit "Mosaic's incremental marking" unless mosaic?
     omit "the stress gate's forced collections finish marks" if ENV["MOSAIC_STRESS_MINOR"]
@@ -404,15 +403,16 @@ class TestMosaicIncremental < Test::Unit::TestCase
     RUBY
   end
 
-  # Which pacer-started majors mark in steps (collect.c, mark_at_once_is_short): those whose
-  # mark done at once would take more than MOSAIC_INCREMENTAL_RATIO (2) times the longest recent
-  # minor mark; the others mark at once, since the program's minor pauses are as long already.
-  # The ring's minors trace about as much as its majors (the Strings written since the previous
-  # GC, against the ring's 150k: 3 against 3.5 ms), so under the default ratio its majors
-  # mark at once (all but the first large enough to take steps, traced before its minors
-  # grew). With 0, every one marks in steps; with a ratio no mark can reach, none does. (The
-  # opposite case, majors far longer than the minors, is the Rails benchmark's: bench/run.rb
-  # pauses-rails reports its majors' pauses, DESIGN section 10.)
+  # Which pacer-started majors mark in steps (collect.c, mark_at_once_is_short): all, unless
+  # the longest recent minor mark took MOSAIC_INCREMENTAL_LONG_MINOR (16 ms) or more and the
+  # major's mark done at once would take at most MOSAIC_INCREMENTAL_RATIO (2) times as long;
+  # those mark at once, since the program's pauses are that long already. The ring's minors
+  # take about 3 ms, so under the defaults its majors mark in steps; they trace about as much
+  # as its majors (the Strings written since the previous GC, against the ring's 150k: 3
+  # against 3.5 ms), so with no floor on the minors (0) its majors mark at once (all but the
+  # first large enough to take steps, traced before its minors grew). With a ratio of 0 every
+  # one marks in steps; with a ratio no mark can reach, none does. (How long the pauses get
+  # is measured by bench/run.rb, DESIGN section 10.)
   def test_incremental_ratio_decides_which_pacer_majors_mark_in_steps
     omit "Mosaic's incremental marking" unless mosaic?
     omit "the stress gate's forced collections leave the pacer no say" if ENV["MOSAIC_STRESS_MINOR"]
@@ -424,18 +424,21 @@ class TestMosaicIncremental < Test::Unit::TestCase
       marks = GC.stat(:mosaic_incremental_marks)
       ring.each_with_index { |s, i| assert_match(/\Aring \d+\z/, s, "slot #{i}") }
     RUBY
-    assert_gc_script(ring + <<~'RUBY', env: ON.merge("MOSAIC_INCREMENTAL_RATIO" => "1e9"), timeout: 300)
-      assert_operator majors, :>, 3, "the pacer asked for too few majors to tell"
-      assert_equal 0, marks, "a major marked in steps although its mark at once was short enough"
-    RUBY
-    assert_gc_script(ring + <<~'RUBY', env: ON.merge("MOSAIC_INCREMENTAL_RATIO" => "0"), timeout: 300)
+    no_floor = ON.merge("MOSAIC_INCREMENTAL_LONG_MINOR" => "0")
+    all_in_steps = <<~'RUBY'
       # (The first majors, of fewer than MOSAIC_INCREMENTAL_MIN slots, mark at once.)
       assert_operator marks, :>, 3
-      assert_operator marks, :>=, majors - 3, "pacer majors marked at once with the ratio off"
+      assert_operator marks, :>=, majors - 3, "pacer majors marked at once"
     RUBY
-    assert_gc_script(ring + <<~'RUBY', env: ON, timeout: 300)
+    assert_gc_script(ring + all_in_steps, env: ON, timeout: 300)
+    assert_gc_script(ring + all_in_steps, env: no_floor.merge("MOSAIC_INCREMENTAL_RATIO" => "0"), timeout: 300)
+    assert_gc_script(ring + <<~'RUBY', env: no_floor, timeout: 300)
       assert_operator majors, :>, 3, "the pacer asked for too few majors to tell"
       assert_operator marks, :<, majors / 2, "majors no longer than its minors marked in steps"
+    RUBY
+    assert_gc_script(ring + <<~'RUBY', env: no_floor.merge("MOSAIC_INCREMENTAL_RATIO" => "1e9"), timeout: 300)
+      assert_operator majors, :>, 3, "the pacer asked for too few majors to tell"
+      assert_equal 0, marks, "a major marked in steps although its mark at once was short enough"
     RUBY
   end
 
