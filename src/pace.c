@@ -230,6 +230,14 @@ mosaic_pace_after_fork(mosaic_objspace_t *objspace)
      * the malloc the child inherited is its old-malloc baseline. */
     objspace->need_major &= ~(unsigned int)(MOSAIC_REASON_MAJOR_NOFREE | MOSAIC_REASON_MAJOR_OLDGEN |
                                             MOSAIC_REASON_MAJOR_SHADY | MOSAIC_REASON_MAJOR_OLDMALLOC);
+    /* Pages the parent's sweep was holding back for such a major (sweep.c) would stay off the
+     * queues until the child's first GC, no major coming to release them: they join the
+     * queues now, and the sweep holds nothing back any more. (The major the parent wanted
+     * still comes in the parent, whose state this does not touch.) */
+    if (!objspace->need_major) {
+        objspace->reserving = false;
+        for (int i = 0; i < MOSAIC_HEAP_COUNT; i++) mosaic_heap_release_reserve(&objspace->heaps[i]);
+    }
     objspace->malloc_live_bytes = __atomic_load_n(&objspace->malloc_bytes, __ATOMIC_RELAXED);
     objspace->oldmalloc_held_bytes = 0;
     objspace->oldmalloc_trigger_bytes = 0;

@@ -47,7 +47,7 @@
     X(mosaic_fragmentation_compact_count) X(mosaic_compact_freed_pages) \
     X(mosaic_gc_threads) X(mosaic_parallel_marks) X(mosaic_parallel_mark_offers) X(mosaic_parallel_marked_by_threads) \
     X(mosaic_incremental_marks) X(mosaic_incremental_steps) X(mosaic_incremental_forced_finishes) \
-    X(mosaic_incremental_parallel_steps) X(mosaic_incremental_catch_up_steps) X(mosaic_background_sweeps) X(mosaic_background_swept_pages) \
+    X(mosaic_incremental_parallel_steps) X(mosaic_incremental_catch_up_steps) X(mosaic_held_back_slots) X(mosaic_background_sweeps) X(mosaic_background_swept_pages) \
     X(mosaic_background_freed_objects) X(mosaic_background_sweep_cpu_time)
 
 /* Plus, for every field of the memory breakdown (mosaic.h), mosaic_<name>_bytes (now) and
@@ -205,6 +205,8 @@ mosaic_stat(mosaic_objspace_t *objspace, VALUE hash_or_sym)
     uint64_t bg_cpu_ns;
     size_t bg_pages;
     mosaic_bg_sweep_totals(objspace, &bg_cpu_ns, &bg_pages);
+    size_t held_back_slots = 0;   /* free slots of pages the sweep holds back for a major (sweep.c) */
+    for (int i = 0; i < MOSAIC_HEAP_COUNT; i++) held_back_slots += objspace->heaps[i].reserve_slots;
     FIGURE(mosaic_gc_cpu_time, (st->gc_cpu_ns + bg_cpu_ns) / 1000000);
     FIGURE(mosaic_pause_max_minor_us, st->pause_max_minor_ns / 1000);
     FIGURE(mosaic_pause_max_major_us, st->pause_max_major_ns / 1000);
@@ -219,6 +221,7 @@ mosaic_stat(mosaic_objspace_t *objspace, VALUE hash_or_sym)
     FIGURE(mosaic_incremental_forced_finishes, st->incremental_forced_finishes);
     FIGURE(mosaic_incremental_parallel_steps, st->incremental_parallel_steps);
     FIGURE(mosaic_incremental_catch_up_steps, st->incremental_catch_up_steps);
+    FIGURE(mosaic_held_back_slots, held_back_slots);
     FIGURE(mosaic_background_sweeps, st->background_sweeps);
     FIGURE(mosaic_background_swept_pages, bg_pages);
     FIGURE(mosaic_background_freed_objects, st->background_freed_objects);
