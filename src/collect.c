@@ -228,8 +228,7 @@ mosaic_collect(mosaic_objspace_t *objspace, unsigned int reason)
         uint64_t t = measure ? mosaic_now_ns() : 0;
         objspace->incremental_reason = reason & ~MOSAIC_REASON_IMMEDIATE_MARK;
         objspace->stats.latest_reason = objspace->incremental_reason;
-        objspace->reserving = false;
-        for (int i = 0; i < MOSAIC_HEAP_COUNT; i++) mosaic_heap_release_reserve(&objspace->heaps[i]);
+        mosaic_heap_release_reserves(objspace);
         mosaic_mark_incremental_start(objspace);
         set_mark_pace(objspace);
         objspace->stats.incremental_marks++;
@@ -332,6 +331,15 @@ mark_cost_observe(mosaic_objspace_t *objspace, bool full, uint64_t mark_ns)
     objspace->minor_mark_peak_ns = !full && mark_ns > decayed ? mark_ns : decayed;
 }
 
+/* The slots the coming major will trace, L in set_mark_pace: the latest major's count, or the
+ * old objects now if there are more (set_mark_pace says why). */
+static double
+major_slots_to_trace(mosaic_objspace_t *objspace)
+{
+    double live = (double)mosaic_expected_traced(objspace, true);
+    return (double)objspace->old_objects > live ? (double)objspace->old_objects : live;
+}
+
 /* Whether marking a major at once would not be a pause that stands out: the program's minor
  * marks have been long lately (the longest recent one at least MOSAIC_INCREMENTAL_LONG_MINOR,
  * 16 ms), and the major's estimated time (the slots it would trace, as set_mark_pace counts
@@ -350,15 +358,13 @@ mark_at_once_is_short(mosaic_objspace_t *objspace)
     double ratio = objspace->params.incremental_ratio;
     if (ratio <= 0 || objspace->mark_ns_per_slot <= 0) return false;
     if ((double)objspace->minor_mark_peak_ns < objspace->params.incremental_long_minor_ms * 1e6) return false;
-    double live = (double)mosaic_expected_traced(objspace, true);
-    if ((double)objspace->old_objects > live) live = (double)objspace->old_objects;
-    return live * objspace->mark_ns_per_slot <= ratio * (double)objspace->minor_mark_peak_ns;
+    return major_slots_to_trace(objspace) * objspace->mark_ns_per_slot <= ratio * (double)objspace->minor_mark_peak_ns;
 }
 
 /* Which major GCs mark in steps: those the pacer starts (a refill found no room, or the malloc
- * limit), on a heap large enough for a whole mark to be a long pause, and longer than the
- * minor GCs' pauses (mark_at_once_is_short), and GC.start(immediate_mark: false) whatever the
- * size. Not any other GC.start, GC.stress, compaction, or during a heap walk.
+ * limit), on a heap large enough for a whole mark to be a long pause, unless the program's
+ * minors pause about as long (mark_at_once_is_short), and GC.start(immediate_mark: false)
+ * whatever the size. Not any other GC.start, GC.stress, compaction, or during a heap walk.
  * MOSAIC_STRESS_INCREMENTAL drops both bounds. */
 static bool
 incremental_p(mosaic_objspace_t *objspace, unsigned int reason)
@@ -409,8 +415,7 @@ mosaic_incremental_start_due(mosaic_objspace_t *objspace)
 static void
 set_mark_pace(mosaic_objspace_t *objspace)
 {
-    double live = (double)mosaic_expected_traced(objspace, true);
-    if ((double)objspace->old_objects > live) live = (double)objspace->old_objects;
+    double live = major_slots_to_trace(objspace);
     double free = 0;
     for (int i = 0; i < MOSAIC_HEAP_COUNT; i++) {
         struct mosaic_heap *heap = &objspace->heaps[i];

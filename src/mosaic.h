@@ -919,7 +919,7 @@ bool mosaic_incremental_catch_up(mosaic_objspace_t *objspace);
 void mosaic_incremental_finish(mosaic_objspace_t *objspace);
 bool mosaic_incremental_start_due(mosaic_objspace_t *objspace);
 bool mosaic_incremental_wanted(mosaic_objspace_t *objspace);
-void mosaic_heap_release_reserve(struct mosaic_heap *heap);
+void mosaic_heap_release_reserves(mosaic_objspace_t *objspace);
 void mosaic_heap_drop_reserves(mosaic_objspace_t *objspace);
 void mosaic_gc_rest(mosaic_objspace_t *objspace);
 void mosaic_gc_enter(mosaic_objspace_t *objspace, unsigned int *lock_lev, bool barrier);

@@ -234,10 +234,7 @@ mosaic_pace_after_fork(mosaic_objspace_t *objspace)
      * queues until the child's first GC, no major coming to release them: they join the
      * queues now, and the sweep holds nothing back any more. (The major the parent wanted
      * still comes in the parent, whose state this does not touch.) */
-    if (!objspace->need_major) {
-        objspace->reserving = false;
-        for (int i = 0; i < MOSAIC_HEAP_COUNT; i++) mosaic_heap_release_reserve(&objspace->heaps[i]);
-    }
+    if (!objspace->need_major) mosaic_heap_release_reserves(objspace);
     objspace->malloc_live_bytes = __atomic_load_n(&objspace->malloc_bytes, __ATOMIC_RELAXED);
     objspace->oldmalloc_held_bytes = 0;
     objspace->oldmalloc_trigger_bytes = 0;

@@ -331,9 +331,10 @@ mosaic_heap_drop_reserves(mosaic_objspace_t *objspace)
     }
 }
 
-/* The held-back pages join the class's queues (the major GC they were kept for has started). */
-void
-mosaic_heap_release_reserve(struct mosaic_heap *heap)
+/* The held-back pages join the class's queues (the major GC they were kept for has started,
+ * or, in a forked child, will not come). */
+static void
+heap_release_reserve(struct mosaic_heap *heap)
 {
     struct mosaic_page *page = heap->reserve;
     while (page) {
@@ -343,6 +344,14 @@ mosaic_heap_release_reserve(struct mosaic_heap *heap)
     }
     heap->reserve = NULL;
     heap->reserve_slots = 0;
+}
+
+/* Every class's held-back pages join its queues, and the sweep holds nothing back any more. */
+void
+mosaic_heap_release_reserves(mosaic_objspace_t *objspace)
+{
+    objspace->reserving = false;
+    for (int i = 0; i < MOSAIC_HEAP_COUNT; i++) heap_release_reserve(&objspace->heaps[i]);
 }
 
 static void
