@@ -89,6 +89,13 @@ cache_sum_i(void *cache_ptr, void *data)
     s->sum += ((struct mosaic_cache *)cache_ptr)->heaps[s->heap_index].allocated;
 }
 
+static void
+cache_sum_all_i(void *cache_ptr, void *data)
+{
+    const struct mosaic_cache *cache = cache_ptr;
+    for (int i = 0; i < MOSAIC_HEAP_COUNT; i++) *(size_t *)data += cache->heaps[i].allocated;
+}
+
 /* Objects ever allocated in a size class, counting what caches have not flushed yet. */
 size_t
 mosaic_heap_total_allocated(mosaic_objspace_t *objspace, int heap_index)
@@ -96,6 +103,17 @@ mosaic_heap_total_allocated(mosaic_objspace_t *objspace, int heap_index)
     struct allocated_sum s = { heap_index, 0 };
     rb_gc_ractor_newobj_cache_foreach(cache_sum_i, &s);
     return objspace->heaps[heap_index].total_allocated_objects + s.sum;
+}
+
+/* The same over every class, in one pass over the caches (GC.stat(:total_allocated_objects)
+ * is read at every Rails instrumentation event). */
+size_t
+mosaic_total_allocated(mosaic_objspace_t *objspace)
+{
+    size_t sum = 0;
+    rb_gc_ractor_newobj_cache_foreach(cache_sum_all_i, &sum);
+    for (int i = 0; i < MOSAIC_HEAP_COUNT; i++) sum += objspace->heaps[i].total_allocated_objects;
+    return sum;
 }
 
 /* ============================================================ slow path */

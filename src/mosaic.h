@@ -834,6 +834,7 @@ struct mosaic_cache *mosaic_cache_new(mosaic_objspace_t *objspace);
 void mosaic_cache_free(mosaic_objspace_t *objspace, struct mosaic_cache *cache);
 void mosaic_caches_clear(mosaic_objspace_t *objspace);
 size_t mosaic_heap_total_allocated(mosaic_objspace_t *objspace, int heap_index);
+size_t mosaic_total_allocated(mosaic_objspace_t *objspace);
 VALUE mosaic_new_obj(mosaic_objspace_t *objspace, struct mosaic_cache *cache, VALUE klass, VALUE flags,
                      VALUE v1, VALUE v2, VALUE v3, bool wb_protected, size_t alloc_size);
 
@@ -1022,7 +1023,6 @@ VALUE mosaic_latest_gc_info(mosaic_objspace_t *objspace, VALUE hash_or_key);
 void mosaic_profile_record(mosaic_objspace_t *objspace, unsigned int reason, uint64_t start_ns, uint64_t end_ns);
 void mosaic_define_profiler(void);
 size_t mosaic_live_slots(mosaic_objspace_t *objspace);
-size_t mosaic_total_allocated(mosaic_objspace_t *objspace);
 
 /* walk.c: heap walking */
 void mosaic_each_object(mosaic_objspace_t *objspace, void (*func)(VALUE, void *), void *data);

@@ -81,15 +81,6 @@ mosaic_stats_init(void)
     for (int i = 0; i < MOSAIC_SYM_COUNT; i++) stat_symbols[i] = ID2SYM(rb_intern(stat_names[i]));
 }
 
-/* Objects ever allocated, counting what caches have not flushed yet. */
-size_t
-mosaic_total_allocated(mosaic_objspace_t *objspace)
-{
-    size_t n = 0;
-    for (int i = 0; i < MOSAIC_HEAP_COUNT; i++) n += mosaic_heap_total_allocated(objspace, i);
-    return n;
-}
-
 /* Sum of one size_t field of struct mosaic_heap over all size classes. */
 static size_t
 sum_heaps(mosaic_objspace_t *objspace, size_t offset)
@@ -110,7 +101,9 @@ mosaic_live_slots(mosaic_objspace_t *objspace)
  * table, then answered in one loop (answer_figures): a store per figure in the code, not an
  * inlined compare, Fixnum check and rb_hash_aset per key (that form, for GC.stat's 84 keys,
  * was 28 KB of the library's 114 KB of code, and code is resident memory in every process:
- * DESIGN section 7, "Code size"). */
+ * DESIGN section 7, "Code size"). So a single key gathers every figure too; what would make
+ * that slow is read only for the figures that need it (the slot counts, the background
+ * sweeper's totals under its lock, the memory breakdown). */
 struct stat_figure {
     enum mosaic_stat_symbol sym;
     size_t value;
@@ -145,15 +138,22 @@ mosaic_stat(mosaic_objspace_t *objspace, VALUE hash_or_sym)
     else if (SYMBOL_P(hash_or_sym)) key = hash_or_sym;
     else rb_bug("Mosaic: GC.stat given neither a Hash nor a Symbol");
 
-    size_t allocated = mosaic_total_allocated(objspace);
-    size_t freed = SUM_HEAPS(total_freed_objects);
-    size_t final = SUM_HEAPS(final_slots);
-    size_t available = mosaic_heap_available_slots(objspace);
-    size_t live = allocated - freed - final;
+    /* The slot counts, read once so that the identities at the top hold within one answer;
+     * skipped when the one key asked for is none of theirs (the caches' counts are a walk over
+     * every Ractor's cache). */
+    size_t allocated = 0, freed = 0, final = 0, available = 0, live = 0;
+    if (NIL_P(key) || key == SYM(heap_available_slots) || key == SYM(heap_live_slots) ||
+        key == SYM(heap_free_slots) || key == SYM(heap_final_slots) ||
+        key == SYM(total_allocated_objects) || key == SYM(total_freed_objects)) {
+        allocated = mosaic_total_allocated(objspace);
+        freed = SUM_HEAPS(total_freed_objects);
+        final = SUM_HEAPS(final_slots);
+        available = mosaic_heap_available_slots(objspace);
+        live = allocated - freed - final;
+    }
     const struct mosaic_stats *st = &objspace->stats;
     struct stat_figure figures[MOSAIC_SYM_COUNT];
     size_t n = 0;
-
 
     FIGURE(count, st->count);
     FIGURE(time, (st->marking_time_ns + st->sweeping_time_ns) / 1000000);
@@ -202,9 +202,13 @@ mosaic_stat(mosaic_objspace_t *objspace, VALUE hash_or_sym)
     FIGURE(mosaic_growth_trigger_bytes, objspace->growth_trigger_bytes);
     FIGURE(mosaic_grown_bytes, mosaic_pace_grown_bytes(objspace));
     FIGURE(mosaic_gc_wall_time, st->gc_wall_ns / 1000000);
-    uint64_t bg_cpu_ns;
-    size_t bg_pages;
-    mosaic_bg_sweep_totals(objspace, &bg_cpu_ns, &bg_pages);
+    /* The background sweeper's totals take its lock: read only when a figure needs them. */
+    uint64_t bg_cpu_ns = 0;
+    size_t bg_pages = 0;
+    if (NIL_P(key) || key == SYM(mosaic_gc_cpu_time) || key == SYM(mosaic_background_swept_pages) ||
+        key == SYM(mosaic_background_sweep_cpu_time)) {
+        mosaic_bg_sweep_totals(objspace, &bg_cpu_ns, &bg_pages);
+    }
     size_t held_back_slots = 0;   /* free slots of pages the sweep holds back for a major (sweep.c) */
     for (int i = 0; i < MOSAIC_HEAP_COUNT; i++) held_back_slots += objspace->heaps[i].reserve_slots;
     FIGURE(mosaic_gc_cpu_time, (st->gc_cpu_ns + bg_cpu_ns) / 1000000);

@@ -45,6 +45,35 @@ class TestMosaicApi < Test::Unit::TestCase
     RUBY
   end
 
+  # GC.stat(key) reads the slot counts and the background sweeper's totals only for the figures
+  # that need them (stats.c): each key must answer what the whole Hash says, read just before it with nothing allocated or malloc'd in between (the Hash's
+  # entries exist already, so reading it again only updates them). Left out: the memory
+  # breakdown's keys, which a single key measures now and the Hash takes from the latest read.
+  def test_stat_key_agrees_with_the_hash
+    assert_gc_script(<<~'RUBY')
+      breakdown = /\Amosaic_(peak_)?(rss|heap_pages|heap_live|heap_free|heap_pooled|metadata|malloc|libc_in_use|libc_free|libc_mmap|other)_bytes\z/
+      50_000.times { |i| i.to_s }
+      GC.start
+      s = GC.stat
+      keys = s.keys.grep_v(breakdown)
+      assert_operator keys.size, :>=, 30
+      whole, one = Array.new(keys.size), Array.new(keys.size)
+      GC.disable
+      keys.each_with_index { |k, i| GC.stat(s); whole[i] = s[k]; one[i] = GC.stat(k) }
+      GC.enable
+      keys.each_with_index { |k, i| assert_equal whole[i], one[i], k.to_s }
+
+      h0 = GC.stat_heap(0)
+      heap_keys = h0.keys
+      assert_operator heap_keys.size, :>=, 8
+      whole, one = Array.new(heap_keys.size), Array.new(heap_keys.size)
+      GC.disable
+      heap_keys.each_with_index { |k, i| GC.stat_heap(0, h0); whole[i] = h0[k]; one[i] = GC.stat_heap(0, k) }
+      GC.enable
+      heap_keys.each_with_index { |k, i| assert_equal whole[i], one[i], "stat_heap #{k}" }
+    RUBY
+  end
+
   def test_count_objects_agrees_with_stat
     assert_gc_script(<<~'RUBY')
       stat, count = {}, {}
