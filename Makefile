@@ -5,7 +5,8 @@
 #   make test         the project's test command (see README)
 #   make install      install into the toolchain's modular GC dir, or GC_DIR=/path of your Ruby
 #   make CHECK=1      the checking variant: assertions, heap verification after every GC
-#   make ASAN=1       the checking variant plus -fsanitize=address,undefined (see docs/BUILDING.md)
+#   make ASAN=1       the checking variant plus -fsanitize=address,undefined (see docs/BUILDING.md);
+#                     make install-asan installs it as librubygc.mosaic_asan.so only
 #   make HISTOGRAM=1 lib   the size-histogram variant (src/size_histogram.c) in build/histogram/;
 #                     make install-histogram installs it as librubygc.mosaic_hist.so only
 #   make env          print MOSAIC_RUBY=..., MOSAIC_RUBY_SRC=..., MOSAIC_GC_DIR=...
@@ -55,7 +56,7 @@ obj_opt = $(if $(filter $(COLD),$(1)),$(patsubst -O3,-Os,$(OPT)),$(OPT))
 OBJS := $(patsubst src/%.c,$(BUILD)/%.o,$(SRCS))
 LIB := $(BUILD)/librubygc.mosaic.so
 
-.PHONY: all toolchain lib install install-check install-histogram env test test-unit test-gates test-all-full demo bench clean
+.PHONY: all toolchain lib install install-check install-asan install-histogram env test test-unit test-gates test-all-full demo bench clean
 
 all: install
 
@@ -92,6 +93,15 @@ install-check:
 	@cp build/check/librubygc.mosaic.so $(GC_DIR)/.librubygc.mosaic_check.so.tmp && mv -f $(GC_DIR)/.librubygc.mosaic_check.so.tmp $(GC_DIR)/librubygc.mosaic_check.so
 	@echo "installed $(GC_DIR)/librubygc.mosaic_check.so (check)"
 
+# The sanitized checking build installed beside the others, as librubygc.mosaic_asan.so
+# (RUBY_GC_LIBRARY=mosaic_asan, with libasan preloaded: docs/BUILDING.md; the test command's
+# asan gate). GC::OPTS includes MOSAIC_ASAN; GC.config[:implementation] still says "mosaic".
+install-asan:
+	@$(MAKE) --no-print-directory ASAN=1 lib
+	@mkdir -p $(GC_DIR)
+	@cp build/check-asan/librubygc.mosaic.so $(GC_DIR)/.librubygc.mosaic_asan.so.tmp && mv -f $(GC_DIR)/.librubygc.mosaic_asan.so.tmp $(GC_DIR)/librubygc.mosaic_asan.so
+	@echo "installed $(GC_DIR)/librubygc.mosaic_asan.so (check asan)"
+
 # The size-histogram build (issue 9) installed as librubygc.mosaic_hist.so only
 # (RUBY_GC_LIBRARY=mosaic_hist; GC.config[:implementation] still says "mosaic"). It writes
 # JSON histograms at exit to $$MOSAIC_SIZE_HISTOGRAM_OUT; bench/size_histogram.rb uses it.
@@ -116,7 +126,7 @@ variant:
 	@echo "installed $(GC_DIR)/librubygc.$(NAME).so"
 
 # The README's test command (its stress and differential gates use the checking build too).
-test: install install-check install-histogram
+test: install install-check install-asan install-histogram
 	@scripts/test.sh
 
 demo: install

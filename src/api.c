@@ -105,6 +105,10 @@ rb_gc_impl_init(void)
     rb_ary_push(opts, rb_interned_str_cstr("GC_ENABLE_LAZY_SWEEP"));
     rb_ary_push(opts, rb_interned_str_cstr("GC_COMPACTION_SUPPORTED"));
     if (MOSAIC_CHECK) rb_ary_push(opts, rb_interned_str_cstr("MOSAIC_CHECK"));
+#ifdef __SANITIZE_ADDRESS__
+    /* make ASAN=1: tests that ask malloc for terabytes, or time the collector, know it. */
+    rb_ary_push(opts, rb_interned_str_cstr("MOSAIC_ASAN"));
+#endif
     OBJ_FREEZE(opts);
     rb_define_const(rb_mGC, "OPTS", opts);
 

@@ -19,6 +19,13 @@ module MosaicTestHelper
     defined?(GC::OPTS) && GC::OPTS.include?("MOSAIC_CHECK")
   end
 
+  # Whether the library loaded is the sanitized checking build (make ASAN=1; the asan gate's).
+  # ASan's allocator aborts on a request over its 1 TiB maximum instead of returning NULL, and
+  # with allocator_may_return_null=1 it warns on stderr; its GC runs several times slower.
+  def sanitized_build?
+    defined?(GC::OPTS) && GC::OPTS.include?("MOSAIC_ASAN")
+  end
+
   # Runs `code` in a child Ruby under the same GC and asserts it exits cleanly.
   #
   # The script may call rounds(n) for how many times to repeat a round that exists to provoke
