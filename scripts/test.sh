@@ -123,8 +123,8 @@ if [[ " $GATES " == *" stress "* ]]; then
 fi
 # Only Mosaic's code is instrumented (docs/BUILDING.md): a slot freed too early shows as a wrong
 # value or a [BUG] from the VM, which the other gates catch; this one catches Mosaic's own
-# out-of-bounds and use-after-free accesses (mark stacks, bitmaps, the weak index, the
-# sweeper's lists) and undefined behaviour. Four GC threads: marking shares work even on 2 cores.
+# out-of-bounds and use-after-free accesses to malloc'd memory (page structs and bitmaps, the
+# page index, the weak index, the sweeper's state) and undefined behaviour. Four GC threads: marking shares work even on 2 cores.
 # Children of assert_separately inherit the preload, and any report on their stderr fails them.
 if [[ " $GATES " == *" asan "* ]]; then
   log=$LOGS/unit-asan.log; t=$(now)
