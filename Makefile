@@ -68,12 +68,21 @@ all: install
 toolchain:
 	@$(TOOLCHAIN) build
 
-$(BUILD)/%.o: src/%.c src/mosaic.h | toolchain-ready
+# The flags a build directory was compiled with: rewritten only when they change, so that a
+# change of flags (make ASAN=1 after a Makefile edit, another OPT for a variant) recompiles.
+FLAGS_STAMP := $(BUILD)/flags
+FLAGS_TEXT := $(CC) $(CFLAGS_BASE) $(OPT) $(INCLUDES) cold=$(COLD)
+.PHONY: FORCE
+$(FLAGS_STAMP): FORCE
+	@mkdir -p $(BUILD)
+	@[ "$$(cat $@ 2>/dev/null)" = '$(FLAGS_TEXT)' ] || echo '$(FLAGS_TEXT)' > $@
+
+$(BUILD)/%.o: src/%.c src/mosaic.h $(FLAGS_STAMP) | toolchain-ready
 	@mkdir -p $(BUILD)
 	@echo "  CC $<"
 	@$(CC) $(CFLAGS_BASE) $(call obj_opt,$*) $(INCLUDES) -c $< -o $@
 
-$(LIB): $(OBJS)
+$(LIB): $(OBJS) $(FLAGS_STAMP)
 	@echo "  LD $@"
 	@$(CC) -shared $(OPT) -o $@ $(OBJS) -pthread
 
