@@ -35,7 +35,7 @@ ifeq ($(ASAN),1)
   # which ASan does not see) and switches fiber stacks without telling ASan, so a Mosaic frame
   # a raise or a switch abandons leaves its redzones poisoned, and a later memcpy of the VM's
   # over that stack memory is reported (CRuby's test_objspace did, under mosaic_asan). Mosaic's
-  # heap memory, globals and the VM's malloc'd memory stay checked.
+  # own accesses to malloc'd memory and globals stay checked.
   SAN := -fsanitize=address,undefined -fno-omit-frame-pointer --param asan-stack=0
 endif
 ifeq ($(CHECK),1)
@@ -92,38 +92,36 @@ toolchain-ready:
 
 lib: $(LIB)
 
+# $(call install_as,LIBRARY,NAME,WHAT): LIBRARY installed as $(GC_DIR)/librubygc.NAME.so
+# (RUBY_GC_LIBRARY=NAME). Copy then rename: processes that have the old library mapped keep
+# their inode.
+install_as = mkdir -p $(GC_DIR) && cp $(1) $(GC_DIR)/.librubygc.$(2).so.tmp && \
+	mv -f $(GC_DIR)/.librubygc.$(2).so.tmp $(GC_DIR)/librubygc.$(2).so && \
+	echo "installed $(GC_DIR)/librubygc.$(2).so$(if $(3), ($(3)),)"
+
 install: $(LIB)
 	@if [ "$(VARIANT)" = histogram ]; then echo "make install: the histogram variant installs only with make install-histogram" >&2; exit 1; fi
-	@mkdir -p $(GC_DIR)
-	@# Copy then rename: processes that have the old library mapped keep their inode.
-	@cp $(LIB) $(GC_DIR)/.librubygc.mosaic.so.tmp && mv -f $(GC_DIR)/.librubygc.mosaic.so.tmp $(GC_DIR)/librubygc.mosaic.so
-	@echo "installed $(GC_DIR)/librubygc.mosaic.so ($(VARIANT)$(if $(SAN), asan,))"
+	@$(call install_as,$(LIB),mosaic,$(VARIANT)$(if $(SAN), asan,))
 
 # The checking build installed beside the release one, as librubygc.mosaic_check.so
 # (RUBY_GC_LIBRARY=mosaic_check; GC.config[:implementation] still says "mosaic").
 install-check:
 	@$(MAKE) --no-print-directory CHECK=1 lib
-	@mkdir -p $(GC_DIR)
-	@cp build/check/librubygc.mosaic.so $(GC_DIR)/.librubygc.mosaic_check.so.tmp && mv -f $(GC_DIR)/.librubygc.mosaic_check.so.tmp $(GC_DIR)/librubygc.mosaic_check.so
-	@echo "installed $(GC_DIR)/librubygc.mosaic_check.so (check)"
+	@$(call install_as,build/check/librubygc.mosaic.so,mosaic_check,check)
 
 # The sanitized checking build installed beside the others, as librubygc.mosaic_asan.so
 # (RUBY_GC_LIBRARY=mosaic_asan, with libasan preloaded: docs/BUILDING.md; the test command's
 # asan gate). GC::OPTS includes MOSAIC_ASAN; GC.config[:implementation] still says "mosaic".
 install-asan:
 	@$(MAKE) --no-print-directory ASAN=1 lib
-	@mkdir -p $(GC_DIR)
-	@cp build/check-asan/librubygc.mosaic.so $(GC_DIR)/.librubygc.mosaic_asan.so.tmp && mv -f $(GC_DIR)/.librubygc.mosaic_asan.so.tmp $(GC_DIR)/librubygc.mosaic_asan.so
-	@echo "installed $(GC_DIR)/librubygc.mosaic_asan.so (check asan)"
+	@$(call install_as,build/check-asan/librubygc.mosaic.so,mosaic_asan,check asan)
 
 # The size-histogram build (issue 9) installed as librubygc.mosaic_hist.so only
 # (RUBY_GC_LIBRARY=mosaic_hist; GC.config[:implementation] still says "mosaic"). It writes
 # JSON histograms at exit to $$MOSAIC_SIZE_HISTOGRAM_OUT; bench/size_histogram.rb uses it.
 install-histogram:
 	@$(MAKE) --no-print-directory HISTOGRAM=1 CHECK=0 ASAN=0 lib
-	@mkdir -p $(GC_DIR)
-	@cp build/histogram/librubygc.mosaic.so $(GC_DIR)/.librubygc.mosaic_hist.so.tmp && mv -f $(GC_DIR)/.librubygc.mosaic_hist.so.tmp $(GC_DIR)/librubygc.mosaic_hist.so
-	@echo "installed $(GC_DIR)/librubygc.mosaic_hist.so (histogram)"
+	@$(call install_as,build/histogram/librubygc.mosaic.so,mosaic_hist,histogram)
 
 env:
 	@$(TOOLCHAIN) env
@@ -135,9 +133,7 @@ env:
 variant:
 	@[[ "$(NAME)" =~ ^[A-Za-z0-9_]{1,20}$$ ]] || { echo "usage: make variant NAME=name (letters, digits, _; at most 20: Ruby's limit for a GC name)"; exit 2; }
 	@$(MAKE) --no-print-directory BUILD=build/variant-$(NAME) OPT='$(OPT) -DMOSAIC_GC_NAME=\"$(NAME)\"' lib
-	@mkdir -p $(GC_DIR)
-	@cp build/variant-$(NAME)/librubygc.mosaic.so $(GC_DIR)/.librubygc.$(NAME).so.tmp && mv -f $(GC_DIR)/.librubygc.$(NAME).so.tmp $(GC_DIR)/librubygc.$(NAME).so
-	@echo "installed $(GC_DIR)/librubygc.$(NAME).so"
+	@$(call install_as,build/variant-$(NAME)/librubygc.mosaic.so,$(NAME),)
 
 # The README's test command (its stress and differential gates use the checking build too).
 test: install install-check install-asan install-histogram
