@@ -474,6 +474,9 @@ incremental_step_of(mosaic_objspace_t *objspace, size_t budget)
 {
     unsigned int lev;
     mosaic_gc_enter(objspace, &lev, true);
+#if MOSAIC_CHECK
+    if (mosaic_verify_retrace_queue(objspace)) rb_bug("Mosaic: the re-grey queue is inconsistent (see above)");
+#endif
     uint64_t t = objspace->measure_time ? mosaic_now_ns() : 0;
     bool done = mosaic_mark_incremental_step(objspace, budget);
     objspace->stats.incremental_steps++;
@@ -504,6 +507,9 @@ mosaic_incremental_finish(mosaic_objspace_t *objspace)
     objspace->gc_start_ns = start_ns;
     /* Caches hand their free slots back (sweep_prepare wants none held). */
     mosaic_caches_clear(objspace);
+#if MOSAIC_CHECK
+    if (mosaic_verify_retrace_queue(objspace)) rb_bug("Mosaic: the re-grey queue is inconsistent (see above)");
+#endif
     mosaic_mark_incremental_finish(objspace);
     if (objspace->measure_time) objspace->stats.marking_time_ns += mosaic_now_ns() - start_ns;
     rb_gc_event_hook(0, RUBY_INTERNAL_EVENT_GC_END_MARK);

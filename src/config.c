@@ -37,6 +37,8 @@
  * |                                       |         | (else amortized like GC.stress's checks)  |
  * | MOSAIC_STRESS_COMPACT                 | 0 (off) | checking build: 1: those GCs are majors   |
  * |                                       |         | that compact (alloc.c)                    |
+ * | MOSAIC_STRESS_INCREMENTAL             | 0 (off) | every pacer major marks in steps of N     |
+ * |                                       |         | slots (implies MOSAIC_INCREMENTAL=1)      |
  * | MOSAIC_MEMORY_LIMIT                   | 0 (off) | soft limit on pages + malloc, e.g. 512M   |
  * |                                       |         | (pace.c); 0 or at least 1 MiB             |
  * | MOSAIC_AUTO_COMPACT                   | off     | fragmentation: a major GC                 |

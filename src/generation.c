@@ -75,8 +75,9 @@ void
 mosaic_writebarrier_remember(mosaic_objspace_t *objspace, VALUE obj)
 {
     if (RB_SPECIAL_CONST_P(obj)) return;
-    if (RB_UNLIKELY(objspace->incremental_marking)) {
-        /* Marked already: traced again, its new contents included (mark.c). */
+    if (RB_UNLIKELY(objspace->incremental_marking) && mosaic_mark_needs_regrey(obj)) {
+        /* Marked already: traced again, its new contents included (mark.c); queued at most
+         * once until then, so the lock is taken once per object, not once per bulk write. */
         unsigned int lev = rb_gc_vm_lock_no_barrier();
         if (objspace->incremental_marking) mosaic_mark_grey_again(objspace, obj);
         rb_gc_vm_unlock_no_barrier(lev);

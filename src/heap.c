@@ -499,6 +499,7 @@ page_layout(struct mosaic_page *page, struct mosaic_heap *heap)
     memset(page->age1_bits, 0, sizeof(page->age1_bits));
     memset(page->old_bits, 0, sizeof(page->old_bits));
     memset(page->remembered_bits, 0, sizeof(page->remembered_bits));
+    memset(page->retrace_bits, 0, sizeof(page->retrace_bits));
     /* An empty page of the same class already has every slot on its freelist: leave the
      * slots untouched (a forked child then keeps them shared). */
     if (!same) page_build_freelist(page);

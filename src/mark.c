@@ -50,18 +50,35 @@
  * its parent, so each one copied shared pages that stayed private after the GC (3336 kB in
  * test_gc_in_forked_child_keeps_pages_shared with the Array held that way); mapped chunks are
  * fresh pages, given back at the end of marking. */
+/* Chunks mapped now, and the most ever mapped at once, by every marker and the re-grey queue
+ * (GC.stat(:mosaic_mark_stack_peak_bytes)): what marking holds must follow the heap, not the
+ * mutator's calls (test_the_collectors_work_stays_proportional_to_the_heap). Relaxed atomics:
+ * the GC threads map and unmap chunks too. */
+static size_t chunks_mapped, chunks_mapped_peak;
+
 static struct mosaic_mark_chunk *
 mosaic_mark_chunk_map(void)
 {
     void *p = mmap(NULL, sizeof(struct mosaic_mark_chunk), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED) rb_bug("Mosaic: out of memory growing the mark stack");
+    size_t now = __atomic_add_fetch(&chunks_mapped, 1, __ATOMIC_RELAXED);
+    size_t peak = __atomic_load_n(&chunks_mapped_peak, __ATOMIC_RELAXED);
+    while (now > peak && !__atomic_compare_exchange_n(&chunks_mapped_peak, &peak, now, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED));
     return p;
 }
 
 static void
 mosaic_mark_chunk_unmap(struct mosaic_mark_chunk *chunk)
 {
-    if (chunk) munmap(chunk, sizeof(struct mosaic_mark_chunk));
+    if (!chunk) return;
+    munmap(chunk, sizeof(struct mosaic_mark_chunk));
+    __atomic_sub_fetch(&chunks_mapped, 1, __ATOMIC_RELAXED);
+}
+
+size_t
+mosaic_mark_stack_peak_bytes(void)
+{
+    return __atomic_load_n(&chunks_mapped_peak, __ATOMIC_RELAXED) * sizeof(struct mosaic_mark_chunk);
 }
 
 static void
@@ -809,12 +826,19 @@ mosaic_mark_incremental_start(mosaic_objspace_t *objspace)
  * thread starts: such an object may still be on the mark stack as well (grey since it was
  * marked), and two markers must never trace one object at the same time (a mark function may
  * change what it marks: CRuby's method-cache cleanup frees entries). Every other object is on
- * the stack at most once: it is pushed when it is marked, by the marker that marked it. */
+ * the stack at most once: it is pushed when it is marked, by the marker that marked it. Each
+ * object's retrace bit is cleared before it is traced: a bulk write after this step queues it
+ * again, once. */
 static void
 retrace_regreyed(mosaic_objspace_t *objspace, struct mosaic_marker *marker)
 {
     VALUE obj;
-    while (mark_stack_pop(&objspace->retrace, &obj)) scan_in_place(objspace, marker, obj, marker->base_depth);
+    while (mark_stack_pop(&objspace->retrace, &obj)) {
+        mosaic_bit_clear(mosaic_page_of(obj)->retrace_bits, mosaic_bit_index(obj));
+        objspace->stats.incremental_retraced_objects++;
+        scan_in_place(objspace, marker, obj, marker->base_depth);
+    }
+    objspace->retrace_queued = 0;
 }
 
 /* One step (a pause): traces until `budget` more slots are marked or nothing is grey. Returns
@@ -903,12 +927,35 @@ mosaic_mark_grey(mosaic_objspace_t *objspace, VALUE obj)
     mark_stack_push(&objspace->main_marker.stack, obj);
 }
 
-/* rb_gc_writebarrier_remember while marking in steps: obj changed in bulk (no write was
- * reported one by one). If it was already marked it is traced again. */
+/* True when obj is marked and not queued for a retrace yet: only then does a bulk write to it
+ * need the VM lock and mosaic_mark_grey_again. Read without the lock (relaxed loads): a bit
+ * another Ractor sets meanwhile is read again under the lock. */
+bool
+mosaic_mark_needs_regrey(VALUE obj)
+{
+    struct mosaic_page *page = mosaic_page_of(obj);
+    size_t bit = mosaic_bit_index(obj);
+    mosaic_bits_t mask = (mosaic_bits_t)1 << (bit % 64);
+    return (__atomic_load_n(&page->mark_bits[bit / 64], __ATOMIC_RELAXED) & mask) &&
+        !(__atomic_load_n(&page->retrace_bits[bit / 64], __ATOMIC_RELAXED) & mask);
+}
+
+/* rb_gc_writebarrier_remember while marking in steps (VM lock held, outside the pauses): obj
+ * changed in bulk (no write was reported one by one). If it is marked it is traced again at the
+ * next step, queued once however many bulk writes it takes before then (page->retrace_bits):
+ * the queue holds at most one entry per marked object, not one per write. */
 void
 mosaic_mark_grey_again(mosaic_objspace_t *objspace, VALUE obj)
 {
-    if (mosaic_marked_p(obj)) mark_stack_push(&objspace->retrace, obj);
+    if (!mosaic_marked_p(obj)) return;
+    struct mosaic_page *page = mosaic_page_of(obj);
+    size_t bit = mosaic_bit_index(obj);
+    if (mosaic_bit_test(page->retrace_bits, bit)) return;
+    mosaic_bit_set_atomic(page->retrace_bits, bit);   /* other Ractors read it without the lock */
+    mark_stack_push(&objspace->retrace, obj);
+    if (++objspace->retrace_queued > objspace->stats.incremental_retrace_queue_max) {
+        objspace->stats.incremental_retrace_queue_max = objspace->retrace_queued;
+    }
 }
 
 /* Every grey object between steps: the main marker's stack and the re-greyed objects (verify.c). */

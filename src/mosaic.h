@@ -194,6 +194,10 @@ struct mosaic_page {
     mosaic_bits_t age1_bits[MOSAIC_BITMAP_WORDS];
     mosaic_bits_t old_bits[MOSAIC_BITMAP_WORDS];
     mosaic_bits_t remembered_bits[MOSAIC_BITMAP_WORDS];
+    /* Objects queued on objspace->retrace (mark.c, mosaic_mark_grey_again): set when one is
+     * queued, cleared when it is traced again, so one is queued at most once between steps.
+     * All clear outside an incremental mark. */
+    mosaic_bits_t retrace_bits[MOSAIC_BITMAP_WORDS];
     /* Dead objects the background sweeper left for the mutator (sweep.c, background_safe_p). */
     mosaic_bits_t leftover_bits[MOSAIC_BITMAP_WORDS];
 };
@@ -453,6 +457,8 @@ struct mosaic_stats {
     size_t incremental_forced_finishes; /* marks finished early: allocation outran them, or a GC was asked for */
     size_t incremental_parallel_steps; /* steps shared with the GC threads */
     size_t incremental_catch_up_steps; /* steps of L / MOSAIC_MARK_CATCH_UP_DIV when allocation outran a mark */
+    size_t incremental_retraced_objects; /* marked objects traced again after a bulk write (mark.c) */
+    size_t incremental_retrace_queue_max; /* the most entries the re-grey queue has held at once */
     size_t background_sweeps;        /* cycles the background sweeper was started on */
     size_t background_freed_objects; /* objects it freed (its CPU time and pages: bg_sweep.c) */
     size_t parallel_mark_offers;     /* chunks of mark work handed from one marker to another */
@@ -517,6 +523,7 @@ typedef struct mosaic_objspace {
     size_t incremental_steps_at_start; /* stats.incremental_steps when it started */
     size_t incremental_traced_by_threads; /* slots the GC threads marked in this mark's steps */
     struct mosaic_mark_stack retrace; /* objects re-greyed between steps, traced again by the collecting thread alone (mark.c) */
+    size_t retrace_queued;           /* entries on it now: at most one per object (page->retrace_bits) */
     bool reserving;                  /* this sweep holds pages back for an incremental major (sweep.c) */
     size_t tricolor_checked_at;      /* checking build: total allocations at the latest tri-color check */
     void *verify_ctx;                /* set while the heap checker walks edges (verify.c) */
@@ -851,8 +858,11 @@ bool mosaic_mark_incremental_step(mosaic_objspace_t *objspace, size_t budget);
 void mosaic_mark_incremental_finish(mosaic_objspace_t *objspace);
 void mosaic_mark_grey(mosaic_objspace_t *objspace, VALUE obj);
 void mosaic_mark_grey_again(mosaic_objspace_t *objspace, VALUE obj);
+bool mosaic_mark_needs_regrey(VALUE obj);
+size_t mosaic_mark_stack_peak_bytes(void);
 void mosaic_mark_stack_each(mosaic_objspace_t *objspace, void (*func)(VALUE obj, void *data), void *data);
 void mosaic_marked_wb_unprotected_each(mosaic_objspace_t *objspace, void (*func)(VALUE obj, void *data), void *data);
+size_t mosaic_verify_retrace_queue(mosaic_objspace_t *objspace);
 size_t mosaic_verify_tricolor(mosaic_objspace_t *objspace);
 void mosaic_mark_stack_free(struct mosaic_mark_stack *stack);
 void mosaic_marker_begin(mosaic_objspace_t *objspace, struct mosaic_marker *marker, bool shared);

@@ -278,12 +278,23 @@ verify_page(struct verify_ctx *ctx, struct mosaic_page *page, size_t *live, size
     }
     /* Side bitmaps hold one bit per slot: no bit beyond the page's slots may be set. */
     const mosaic_bits_t *bitmaps[] = { page->mark_bits, page->pinned_bits, page->wb_unprotected_bits,
-                                       page->age0_bits, page->age1_bits, page->old_bits, page->remembered_bits };
+                                       page->age0_bits, page->age1_bits, page->old_bits, page->remembered_bits,
+                                       page->retrace_bits };
     for (size_t m = 0; m < sizeof(bitmaps) / sizeof(bitmaps[0]); m++) {
         for (size_t w = 0; w < MOSAIC_BITMAP_WORDS; w++) {
             if (bitmaps[m][w] & ~page->heap->slot_bits[w]) {
                 report(ctx, "page %p: side bitmap %zu has a bit beyond its %u slots (word %zu: 0x%llx)",
                        (void *)page->body, m, page->total_slots, w, (unsigned long long)bitmaps[m][w]);
+            }
+        }
+    }
+
+    /* Outside an incremental mark nothing waits for a retrace (mark.c, retrace_regreyed). */
+    if (!ctx->objspace->incremental_marking) {
+        for (size_t w = 0; w < MOSAIC_BITMAP_WORDS; w++) {
+            if (page->retrace_bits[w]) {
+                report(ctx, "page %p: a retrace bit is set outside an incremental mark (word %zu: 0x%llx)",
+                       (void *)page->body, w, (unsigned long long)page->retrace_bits[w]);
             }
         }
     }
@@ -700,6 +711,48 @@ tricolor_closure(mosaic_objspace_t *objspace, struct verify_ctx *ctx)
  * missing barrier even while the white object happens to be reachable from a grey one (the
  * path a later deletion would cut). The closure is computed only when an iseq edge needs it.
  * Called inside a pause, between steps. Returns the number of problems (printed). */
+/* The re-grey queue holds each object at most once, each marked and with its retrace bit set,
+ * and no other object has one: what bounds the queue by the heap, not by the number of bulk
+ * writes (mark.c, mosaic_mark_grey_again). */
+static void
+verify_retrace_queue(struct verify_ctx *ctx, mosaic_objspace_t *objspace)
+{
+    st_table *queued = st_init_numtable();
+    size_t entries = 0;
+    for (const struct mosaic_mark_chunk *c = objspace->retrace.top; c; c = c->prev) {
+        for (size_t i = 0; i < c->used; i++) {
+            VALUE obj = c->items[i];
+            entries++;
+            if (st_insert(queued, (st_data_t)obj, 0)) {
+                report(ctx, "%p is on the re-grey queue twice", (void *)obj);
+            }
+            if (!mosaic_marked_p(obj) || !mosaic_bit_test(mosaic_page_of(obj)->retrace_bits, mosaic_bit_index(obj))) {
+                report(ctx, "%p is on the re-grey queue but is unmarked or has no retrace bit", (void *)obj);
+            }
+        }
+    }
+    size_t bits = 0;
+    for (size_t p = 0; p < objspace->sorted_count; p++) {
+        const struct mosaic_page *page = objspace->sorted_pages[p];
+        for (size_t w = 0; w < MOSAIC_BITMAP_WORDS; w++) bits += __builtin_popcountll(page->retrace_bits[w]);
+    }
+    if (bits != entries || entries != objspace->retrace_queued) {
+        report(ctx, "the re-grey queue has %zu entries (counted %zu) but %zu retrace bits are set",
+               entries, objspace->retrace_queued, bits);
+    }
+    st_free_table(queued);
+}
+
+/* Checking build, at the start of every step and of the final pause, while the queue holds
+ * what the mutator's bulk writes put on it (collect.c). Returns the number of problems. */
+size_t
+mosaic_verify_retrace_queue(mosaic_objspace_t *objspace)
+{
+    struct verify_ctx ctx = { .objspace = objspace };
+    verify_retrace_queue(&ctx, objspace);
+    return ctx.errors;
+}
+
 size_t
 mosaic_verify_tricolor(mosaic_objspace_t *objspace)
 {

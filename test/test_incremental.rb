@@ -490,6 +490,124 @@ class TestMosaicIncremental < Test::Unit::TestCase
     RUBY
   end
 
+
+  # rb_gc_writebarrier_remember (bulk writes: Array#[]= with a range, #concat, #replace, ...)
+  # on an object already marked queues it to be traced again at the next step. Once: a loop of
+  # bulk writes with no allocation between two steps used to queue it once per write (a queue of
+  # 1M entries, 7.8 MB, for 1M writes, each traced again at the next pause). The counters say how
+  # many objects the pauses traced again and the most the queue ever held.
+  def test_bulk_writes_between_steps_queue_an_object_once
+    omit "Mosaic's incremental marking" unless mosaic?
+    assert_gc_script(PRELUDE + <<~'RUBY', env: ON, timeout: 300)
+      def rss_kb = File.read("/proc/self/status")[/VmRSS:\s+(\d+)/, 1].to_i
+      big = Array.new(2_000) { |i| i }
+      small = Array.new(20) { |i| i }
+      retraced0 = GC.stat(:mosaic_incremental_retraced_objects)
+      n = 1_000_000; i = 0
+      r0 = rss_kb   # (before the mark starts: reading it allocates, and could take a step)
+      start_marking
+      while i < n
+        big[0, 20] = small; i += 1
+      end
+      assert_equal :marking, GC.latest_gc_info(:state), "a step ran during the loop: nothing allocates there"
+      grown_kb = rss_kb - r0
+      GC.start
+      retraced = GC.stat(:mosaic_incremental_retraced_objects) - retraced0
+      assert_operator retraced, :>=, 1, "the array written in bulk was not traced again"
+      assert_operator retraced, :<=, 16, "objects traced again for #{n} bulk writes to one array"
+      assert_operator GC.stat(:mosaic_incremental_retrace_queue_max), :<=, 16
+      # The queue held 1M entries (7.8 MB) before it was bounded; what RSS allows here is noise.
+      assert_operator grown_kb, :<, 2048, "RSS grew during #{n} bulk writes that allocate nothing"
+      assert_equal [*0...20, *20...2_000], big
+      GC.verify_internal_consistency
+    RUBY
+  end
+
+  # The same through Array#concat on a growing array: before the bound, each of the 2,000
+  # concats queued the array again, and the next pause traced it 2,000 times at its final
+  # size (one GC that marked for 69 s with 100,000 concats onto 20,000 elements).
+  def test_concat_between_steps_traces_the_array_again_once_per_step
+    omit "Mosaic's incremental marking" unless mosaic?
+    assert_gc_script(PRELUDE + <<~'RUBY', env: ON, timeout: 300)
+      big = Array.new(20_000) { |i| i }
+      small = Array.new(20) { |i| "s#{i}" }
+      retraced0 = GC.stat(:mosaic_incremental_retraced_objects)
+      steps0 = GC.stat(:mosaic_incremental_steps)
+      start_marking
+      2_000.times { big.concat(small) }
+      GC.start
+      retraced = GC.stat(:mosaic_incremental_retraced_objects) - retraced0
+      steps = GC.stat(:mosaic_incremental_steps) - steps0
+      # At most once per pause (each step, and the final one) that found it queued.
+      assert_operator retraced, :<=, steps + 16, "objects traced again for 2,000 concats (#{steps} steps)"
+      assert_equal 60_000, big.size
+      assert_equal "s19", big.last
+      GC.verify_internal_consistency
+    RUBY
+  end
+
+
+  # What the mutator does while a major marks in steps may cost the collector work in
+  # proportion to the heap, never to the number of calls (DESIGN section 10, "Work the mutator
+  # can cause"): the same operations repeated 100 times more leave the mark stacks' peak, the
+  # objects traced again and the weak registrations where they were. Each operation reaches the
+  # collector: bulk writes (rb_gc_writebarrier_remember), stores of marked objects into marked
+  # containers (the barrier's insertion step), object ids and finalizers asked for again, WeakMap
+  # entries set again and deleted.
+  def test_the_collectors_work_stays_proportional_to_the_heap
+    omit "Mosaic's incremental marking" unless mosaic?
+    assert_gc_script(PRELUDE + <<~'RUBY', env: STEPS, timeout: 300)
+      old = Array.new(2_000) { |i| "old#{i}" }
+      bigs = Array.new(8) { |i| Array.new(1_000 + i) { |j| old[j] } }
+      small = old.first(20)
+      h = Hash[old.first(40).each_slice(2).to_a]
+      h2 = Hash[old.last(40).each_slice(2).to_a]
+      wm = ObjectSpace::WeakMap.new
+      old.first(500).each_with_index { |k, i| wm[k] = old[-1 - i] }
+      fin = proc {}
+      keep = old[7]
+      4.times { GC.start }
+
+      def phase(n, old, bigs, small, h, h2, wm, fin, keep)
+        # Locals: on the VM stack, so marked by the start pause, and every bulk write to one
+        # finds it marked (elements of `bigs` would mostly still be white).
+        b0, b1, b2, b3 = bigs
+        st0 = GC.stat
+        n.times do |i|
+          start_marking if GC.latest_gc_info(:state) != :marking
+          b = (i & 3) == 0 ? b0 : (i & 3) == 1 ? b1 : (i & 3) == 2 ? b2 : b3
+          b[0, 20] = small                 # bulk write
+          b.concat(small); b.pop(20)       # bulk write, then back to its size
+          (i.even? ? h : h2).replace(i.even? ? h2 : h)
+          b[i % 1_000] = old[(i * 7) % 2_000]
+          keep.object_id
+          ObjectSpace.define_finalizer(keep, fin)
+          wm[old[i % 500]] = old[-1 - (i % 500)]
+          wm.delete(old[500 + i % 10]); wm[old[500 + i % 10]] = keep
+        end
+        GC.start
+        st1 = GC.stat
+        { pauses: st1[:mosaic_incremental_steps] - st0[:mosaic_incremental_steps] +
+                  st1[:mosaic_incremental_marks] - st0[:mosaic_incremental_marks] + 1,
+          retraced: st1[:mosaic_incremental_retraced_objects] - st0[:mosaic_incremental_retraced_objects],
+          peak: st1[:mosaic_mark_stack_peak_bytes], weak: GC.latest_gc_info(:weak_references_count) }
+      end
+
+      a = phase(2_000, old, bigs, small, h, h2, wm, fin, keep)
+      b = phase(rounds(200_000), old, bigs, small, h, h2, wm, fin, keep)
+      assert_operator GC.stat(:mosaic_incremental_marks), :>, 2, "no major marked in steps"
+      # At most the objects written in bulk (8 arrays, 2 hashes, and whatever else CRuby writes
+      # that way) once per pause.
+      assert_operator b[:retraced], :<=, 16 * b[:pauses], "objects traced again: #{b}"
+      assert_operator b[:peak], :<=, a[:peak] * 2 + 65_536, "mark stacks grew with the calls: #{a} then #{b}"
+      assert_operator b[:weak], :<=, a[:weak] * 2 + 64, "weak registrations grew with the calls: #{a} then #{b}"
+      assert_operator b[:retraced], :>, 0, "no bulk write found its object marked: the test tests nothing"
+      assert_equal old.first(20), bigs[3].first(20)
+      assert_equal 1_003, bigs[3].size
+      GC.verify_internal_consistency
+    RUBY
+  end
+
   def test_incremental_off_marks_at_once
     omit "Mosaic's incremental marking" unless mosaic?
     assert_gc_script(PRELUDE + <<~'RUBY', env: { "MOSAIC_INCREMENTAL" => "0" }, timeout: 300)
