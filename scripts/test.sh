@@ -16,15 +16,18 @@
 #      with a collection forced every 1000 allocations -- scripts/stress-gate.sh;
 #   9. the sanitizer gate: Mosaic's suite on the checking build compiled with AddressSanitizer
 #      and UBSan (make install-asan: librubygc.mosaic_asan.so), four GC threads marking in
-#      parallel, no report.
+#      parallel, no report;
+#  10. the race gate: Mosaic's suite and the differential tester on the checking build with
+#      four GC threads, the background sweeper on, and every hand-over between them and the
+#      mutator delayed at random (MOSAIC_STRESS_RACES) -- scripts/race-gate.sh.
 # Prints one line per gate and a closing "N passed, N failed" line; exits non-zero on failure.
-# MOSAIC_GATES chooses gates (default "unit btest testall-full spec diff compact stress asan"; "testall" is
+# MOSAIC_GATES chooses gates (default "unit btest testall-full spec diff compact stress asan races"; "testall" is
 # the GC-critical test-all files under default and mosaic, a quicker subset of testall-full);
 # MOSAIC_GCS="default mosaic" the GCs for the unit, btest and testall gates; MOSAIC_COMPACT_GC
 # (mosaic) the library of the compact gate.
 source "$(dirname "$0")/lib.sh"
 set +e
-GATES=${MOSAIC_GATES:-"unit btest testall-full spec diff compact stress asan"}
+GATES=${MOSAIC_GATES:-"unit btest testall-full spec diff compact stress asan races"}
 GCS=${MOSAIC_GCS:-"default mosaic"}
 LOGS=${MOSAIC_LOG_DIR:-$MOSAIC_ROOT/build/test-logs}
 mkdir -p "$LOGS"
@@ -121,6 +124,9 @@ if [[ " $GATES " == *" diff "* ]]; then
 fi
 if [[ " $GATES " == *" stress "* ]]; then
   script_gate stress "$MOSAIC_ROOT/scripts/stress-gate.sh"
+fi
+if [[ " $GATES " == *" races "* ]]; then
+  script_gate races "$MOSAIC_ROOT/scripts/race-gate.sh"
 fi
 # Only Mosaic's code is instrumented (docs/BUILDING.md): a slot freed too early shows as a wrong
 # value or a [BUG] from the VM, which the other gates catch; this one catches Mosaic's own

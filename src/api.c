@@ -387,6 +387,7 @@ rb_gc_impl_object_id_to_ref(void *objspace_ptr, VALUE object_id)
 void
 rb_gc_impl_before_fork(void *objspace_ptr)
 {
+    mosaic_race_point();   /* the fork stop: the sweeper may be mid-page, markers idle or not */
     /* A major GC marking in steps ends first: the child starts from a complete cycle (its
      * after_fork makes what it inherited old, which a half-done mark would not survive). */
     mosaic_incremental_finish(objspace_ptr);

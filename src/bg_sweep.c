@@ -78,9 +78,11 @@ sweeper_main(void *arg)
         size_t swept = 0;
         for (size_t i = 0; i < bg->count; i++) {
             if (__atomic_load_n(&bg->stop, __ATOMIC_RELAXED)) break;
+            mosaic_race_point();   /* the page claim: the mutator may take this page first */
             struct mosaic_page *page = __atomic_exchange_n(&bg->pages[i], NULL, __ATOMIC_ACQ_REL);
             if (!page) continue;
             mosaic_sweep_page_background(bg->objspace, page);
+            mosaic_race_point();   /* a mutator that claimed it spins on bg_done meanwhile */
             __atomic_store_n(&page->cycle->bg_done, true, __ATOMIC_RELEASE);
             swept++;
         }
@@ -229,6 +231,7 @@ mosaic_bg_sweep_start(mosaic_objspace_t *objspace)
     objspace->stats.background_sweeps++;
     pthread_cond_broadcast(&bg->cond);
     pthread_mutex_unlock(&bg->lock);
+    mosaic_race_point();   /* the mutator goes on while the thread starts, or before it does */
 }
 
 /* Waits until the thread is idle (the pages it did not take stay listed: the mutator takes
@@ -238,6 +241,7 @@ mosaic_bg_sweep_stop(mosaic_objspace_t *objspace)
 {
     struct mosaic_bg_sweep *bg = objspace->bg_sweep;
     if (!bg) return;
+    mosaic_race_point();   /* the stop: the thread may be between pages, in one, or done */
     pthread_mutex_lock(&bg->lock);
     if (bg->running) {
         __atomic_store_n(&bg->stop, 1, __ATOMIC_RELAXED);
@@ -304,6 +308,7 @@ mosaic_bg_sweep_claim(mosaic_objspace_t *objspace, struct mosaic_page *page)
 {
     struct mosaic_bg_sweep *bg = objspace->bg_sweep;
     if (!bg || page->cycle->bg_slot == MOSAIC_BG_UNLISTED) return true;
+    mosaic_race_point();   /* the page claim: the thread may take this page first */
     if (__atomic_exchange_n(&bg->pages[page->cycle->bg_slot], NULL, __ATOMIC_ACQ_REL)) return true;
     /* The thread has it: one page's work, so wait without sleeping. */
     unsigned int spins = 0;

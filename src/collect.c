@@ -493,6 +493,7 @@ incremental_step_of(mosaic_objspace_t *objspace, size_t budget)
     }
 #endif
     mosaic_gc_exit(objspace, &lev);
+    mosaic_race_point();   /* the end of a step: other Ractors write before or after this one */
     if (done) mosaic_incremental_finish(objspace);
 }
 

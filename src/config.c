@@ -37,6 +37,9 @@
  * |                                       |         | (else amortized like GC.stress's checks)  |
  * | MOSAIC_STRESS_COMPACT                 | 0 (off) | checking build: 1: those GCs are majors   |
  * |                                       |         | that compact (alloc.c)                    |
+ * | MOSAIC_STRESS_RACES                   | 0 (off) | checking build: delays of 0..N us and     |
+ * |                                       |         | yields where GC threads and the mutator   |
+ * |                                       |         | hand work over (stress_races.c)           |
  * | MOSAIC_STRESS_INCREMENTAL             | 0 (off) | every pacer major marks in steps of N     |
  * |                                       |         | slots (implies MOSAIC_INCREMENTAL=1)      |
  * | MOSAIC_MEMORY_LIMIT                   | 0 (off) | soft limit on pages + malloc, e.g. 512M   |
@@ -250,6 +253,16 @@ mosaic_params_from_env(struct mosaic_params *params)
     if (env_size("MOSAIC_STRESS_COMPACT", &stress_compact, 0)) {
         if (MOSAIC_CHECK) params->stress_compact = stress_compact != 0;
         else fprintf(stderr, "[mosaic] MOSAIC_STRESS_COMPACT is ignored: it needs the checking build (make CHECK=1)\n");
+    }
+
+    size_t stress_races = 0;
+    if (env_size("MOSAIC_STRESS_RACES", &stress_races, 0)) {
+        if (stress_races > 100000) {
+            fprintf(stderr, "[mosaic] MOSAIC_STRESS_RACES=%zu is taken as 100000 (us)\n", stress_races);
+            stress_races = 100000;
+        }
+        if (MOSAIC_CHECK) mosaic_stress_races_us = (unsigned int)stress_races;
+        else if (stress_races) fprintf(stderr, "[mosaic] MOSAIC_STRESS_RACES is ignored: it needs the checking build (make CHECK=1)\n");
     }
 
     const char *policy = getenv("MOSAIC_AUTO_COMPACT");

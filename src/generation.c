@@ -44,6 +44,7 @@ static __attribute__((noinline, cold)) void
 writebarrier_incremental(mosaic_objspace_t *objspace, VALUE a, VALUE b)
 {
     if (!mosaic_marked_p(a) || mosaic_marked_p(b)) return;
+    mosaic_race_point();   /* between the unlocked test and the lock: another Ractor may grey b */
     unsigned int lev = rb_gc_vm_lock_no_barrier();
     if (objspace->incremental_marking && mosaic_marked_p(a) && !mosaic_marked_p(b)) mosaic_mark_grey(objspace, b);
     rb_gc_vm_unlock_no_barrier(lev);
@@ -78,6 +79,7 @@ mosaic_writebarrier_remember(mosaic_objspace_t *objspace, VALUE obj)
     if (RB_UNLIKELY(objspace->incremental_marking) && mosaic_mark_needs_regrey(obj)) {
         /* Marked already: traced again, its new contents included (mark.c); queued at most
          * once until then, so the lock is taken once per object, not once per bulk write. */
+        mosaic_race_point();   /* another Ractor may queue obj, or a step trace it, first */
         unsigned int lev = rb_gc_vm_lock_no_barrier();
         if (objspace->incremental_marking) mosaic_mark_grey_again(objspace, obj);
         rb_gc_vm_unlock_no_barrier(lev);

@@ -51,7 +51,7 @@
  * test_gc_in_forked_child_keeps_pages_shared with the Array held that way); mapped chunks are
  * fresh pages, given back at the end of marking. */
 /* Chunks mapped now, and the most ever mapped at once, by every marker and the re-grey queue
- * (GC.stat(:mosaic_mark_stack_peak_bytes)): what marking holds must follow the heap, not the
+ * (GC.stat(:mosaic_peak_mark_stack_bytes)): what marking holds must follow the heap, not the
  * mutator's calls (test_the_collectors_work_stays_proportional_to_the_heap). Relaxed atomics:
  * the GC threads map and unmap chunks too. */
 static size_t chunks_mapped, chunks_mapped_peak;
@@ -76,7 +76,7 @@ mosaic_mark_chunk_unmap(struct mosaic_mark_chunk *chunk)
 }
 
 size_t
-mosaic_mark_stack_peak_bytes(void)
+mosaic_peak_mark_stack_bytes(void)
 {
     return __atomic_load_n(&chunks_mapped_peak, __ATOMIC_RELAXED) * sizeof(struct mosaic_mark_chunk);
 }
@@ -381,8 +381,9 @@ scan_dequeued(mosaic_objspace_t *objspace, struct mosaic_marker *marker, VALUE o
 static inline void
 maybe_offer(mosaic_objspace_t *objspace, struct mosaic_marker *marker)
 {
-    if (RB_UNLIKELY(marker->shared) && (++marker->pushes & 63) == 0 && mosaic_mark_workers_hungry(objspace)) {
-        mosaic_mark_workers_offer(objspace, marker);
+    if (RB_UNLIKELY(marker->shared) && (++marker->pushes & 63) == 0) {
+        mosaic_race_point();   /* a marker slowed mid-trace: the others run dry and wait */
+        if (mosaic_mark_workers_hungry(objspace)) mosaic_mark_workers_offer(objspace, marker);
     }
 }
 

@@ -83,6 +83,7 @@ struct mosaic_mark_workers {
 static struct mosaic_mark_chunk *
 take_work(struct mosaic_mark_workers *w)
 {
+    mosaic_race_point();   /* another marker may offer, finish, or take the pool first */
     pthread_mutex_lock(&w->lock);
     w->idle++;
     __atomic_store_n(&w->hungry, 1, __ATOMIC_RELAXED);
@@ -116,6 +117,7 @@ take_work(struct mosaic_mark_workers *w)
 static void
 step_exhausted(struct mosaic_mark_workers *w, struct mosaic_marker *marker, bool collecting)
 {
+    mosaic_race_point();   /* the end of a step: others may still take or hand back work */
     pthread_mutex_lock(&w->lock);
     if (!collecting) {
         struct mosaic_mark_chunk *chunk;
@@ -202,6 +204,7 @@ worker_main(void *arg)
         if (w->quit) break;
         seen = w->phase;
         pthread_mutex_unlock(&w->lock);
+        mosaic_race_point();   /* a thread joins its phase late: the others may be done */
 
         uint64_t cpu_start = mosaic_thread_cpu_ns();
         rb_gc_worker_thread_set_vm_context(&self->vm_context);
@@ -301,6 +304,7 @@ mosaic_mark_workers_begin(mosaic_objspace_t *objspace, size_t step_budget)
     w->phase++;
     pthread_cond_broadcast(&w->work_cond);
     pthread_mutex_unlock(&w->lock);
+    mosaic_race_point();   /* the collecting thread marks roots before or after the threads wake */
     return true;
 }
 
@@ -315,6 +319,7 @@ void
 mosaic_mark_workers_offer(mosaic_objspace_t *objspace, struct mosaic_marker *marker)
 {
     struct mosaic_mark_workers *w = objspace->workers;
+    mosaic_race_point();   /* the mark-stack steal: the waiting marker may give up first */
     struct mosaic_mark_chunk *chunk = mosaic_mark_stack_split(&marker->stack);
     if (!chunk) return;
     pthread_mutex_lock(&w->lock);
@@ -332,6 +337,7 @@ mosaic_mark_workers_offer(mosaic_objspace_t *objspace, struct mosaic_marker *mar
 static size_t
 threads_end(mosaic_objspace_t *objspace, struct mosaic_mark_workers *w)
 {
+    mosaic_race_point();
     pthread_mutex_lock(&w->lock);
     while (w->finished < w->count) pthread_cond_wait(&w->done_cond, &w->lock);
     pthread_mutex_unlock(&w->lock);

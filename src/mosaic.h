@@ -793,6 +793,20 @@ mosaic_now_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+/* stress_races.c: MOSAIC_STRESS_RACES=N (checking build) delays a thread that reaches a race
+ * point, a hand-over between the GC threads and the mutator, by a random 0..N us or a yield. */
+extern unsigned int mosaic_stress_races_us;
+void mosaic_race_delay(void);
+size_t mosaic_race_delays(void);
+
+static inline void
+mosaic_race_point(void)
+{
+#if MOSAIC_CHECK
+    if (RB_UNLIKELY(__atomic_load_n(&mosaic_stress_races_us, __ATOMIC_RELAXED))) mosaic_race_delay();
+#endif
+}
+
 static inline uint64_t
 mosaic_thread_cpu_ns(void)
 {
@@ -859,7 +873,7 @@ void mosaic_mark_incremental_finish(mosaic_objspace_t *objspace);
 void mosaic_mark_grey(mosaic_objspace_t *objspace, VALUE obj);
 void mosaic_mark_grey_again(mosaic_objspace_t *objspace, VALUE obj);
 bool mosaic_mark_needs_regrey(VALUE obj);
-size_t mosaic_mark_stack_peak_bytes(void);
+size_t mosaic_peak_mark_stack_bytes(void);
 void mosaic_mark_stack_each(mosaic_objspace_t *objspace, void (*func)(VALUE obj, void *data), void *data);
 void mosaic_marked_wb_unprotected_each(mosaic_objspace_t *objspace, void (*func)(VALUE obj, void *data), void *data);
 size_t mosaic_verify_retrace_queue(mosaic_objspace_t *objspace);

@@ -590,7 +590,7 @@ class TestMosaicIncremental < Test::Unit::TestCase
         { pauses: st1[:mosaic_incremental_steps] - st0[:mosaic_incremental_steps] +
                   st1[:mosaic_incremental_marks] - st0[:mosaic_incremental_marks] + 1,
           retraced: st1[:mosaic_incremental_retraced_objects] - st0[:mosaic_incremental_retraced_objects],
-          peak: st1[:mosaic_mark_stack_peak_bytes], weak: GC.latest_gc_info(:weak_references_count) }
+          peak: st1[:mosaic_peak_mark_stack_bytes], weak: GC.latest_gc_info(:weak_references_count) }
       end
 
       a = phase(2_000, old, bigs, small, h, h2, wm, fin, keep)

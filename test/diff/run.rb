@@ -40,6 +40,15 @@ module DiffRun
     # Incremental marking in steps of 64 slots, each shared by 4 markers (16 slots each).
     "mosaic_check_steps" => ["mosaic_check", { "MOSAIC_STRESS_INCREMENTAL" => "64", "MOSAIC_GC_THREADS" => "4",
                                                "MOSAIC_PARALLEL_MARK_MIN" => "0" }],
+    # The race gate's (scripts/race-gate.sh): four GC threads, every mark parallel, the
+    # background sweeper on, and every hand-over between them and the mutator delayed at
+    # random (MOSAIC_STRESS_RACES, up to the environment's value or 50 us).
+    "mosaic_check_races" => ["mosaic_check", { "MOSAIC_STRESS_RACES" => ENV.fetch("MOSAIC_STRESS_RACES", "50"),
+                                               "MOSAIC_GC_THREADS" => "4", "MOSAIC_PARALLEL_MARK_MIN" => "0",
+                                               "MOSAIC_BACKGROUND_SWEEP" => "1" }],
+    "mosaic_check_steps_races" => ["mosaic_check", { "MOSAIC_STRESS_RACES" => ENV.fetch("MOSAIC_STRESS_RACES", "50"),
+                                                     "MOSAIC_STRESS_INCREMENTAL" => "64", "MOSAIC_GC_THREADS" => "4",
+                                                     "MOSAIC_PARALLEL_MARK_MIN" => "0", "MOSAIC_BACKGROUND_SWEEP" => "1" }],
   }.freeze
 
   # Runs program file under gc with a timeout; kills the whole process group on timeout.

@@ -1,0 +1,68 @@
+require_relative "helper"
+
+# The race-provoking mode (src/stress_races.c): MOSAIC_STRESS_RACES=N on the checking build
+# delays a thread by 0..N us, or yields its core, at the points where the GC threads (markers,
+# the background sweeper) and the mutator hand work over. Programs must run as without it;
+# the race gate (scripts/race-gate.sh) runs the whole suite and the differential tester so.
+class TestMosaicRaces < Test::Unit::TestCase
+  include MosaicTestHelper
+
+  # Four GC threads, every mark parallel, the background sweeper on: every kind of hand-over.
+  RACES = { "MOSAIC_STRESS_RACES" => "30", "MOSAIC_GC_THREADS" => "4", "MOSAIC_PARALLEL_MARK_MIN" => "0",
+            "MOSAIC_BACKGROUND_SWEEP" => "1", "MOSAIC_STRESS_INCREMENTAL" => "256" }
+
+  WORK = <<~'RUBY'
+    live = {}
+    old = Array.new(300) { |i| ["o#{i}"] }
+    4.times { GC.start }
+    rounds(300).times do |r|
+      # Young garbage (background sweeps), stores of young objects into old arrays (barriers),
+      # bulk writes into them (re-greys while a major marks in steps), and a few majors.
+      Array.new(500) { |i| "g#{r}-#{i}" }
+      old[r % 300] << "y#{r}"
+      old[(r * 7) % 300].concat(Array.new(20) { |i| "c#{r}-#{i}" })
+      old[(r * 7) % 300].shift(20) if old[(r * 7) % 300].size > 60
+      live[r % 50] = Array.new(40) { |i| "l#{r}-#{i}" }
+      GC.start(full_mark: true, immediate_mark: false) if r % 60 == 0
+      GC.start(immediate_sweep: false) if r % 45 == 0
+    end
+    GC.start
+    old.each_with_index { |a, i| raise "old #{i}: #{a.first}" unless a.first == "o#{i}" }
+    live.each { |k, a| raise "live #{k}" unless a.size == 40 && a.all? { |s| s.start_with?("l") } }
+    GC.verify_internal_consistency
+  RUBY
+
+  def test_race_mode_delays_the_hand_overs_and_changes_no_result
+    omit "the checking build's race mode" unless mosaic? && checking_build?
+    assert_gc_script(WORK + <<~'RUBY', env: RACES, timeout: 300)
+      assert_operator GC.stat(:mosaic_race_delays), :>, 100, "race mode injected (almost) nothing"
+      assert_operator GC.stat(:mosaic_background_sweeps), :>, 0
+      assert_operator GC.stat(:mosaic_parallel_marks) + GC.stat(:mosaic_incremental_parallel_steps), :>, 0
+      assert_operator GC.stat(:mosaic_incremental_marks), :>, 0
+    RUBY
+  end
+
+  def test_race_mode_is_off_unless_asked
+    omit "Mosaic's race mode" unless mosaic?
+    assert_gc_script(WORK + <<~'RUBY', env: RACES.merge("MOSAIC_STRESS_RACES" => "0"), timeout: 300)
+      assert_equal 0, GC.stat(:mosaic_race_delays)
+    RUBY
+  end
+
+  def test_race_mode_needs_the_checking_build_and_a_number
+    omit "Mosaic's messages" unless mosaic?
+    if checking_build?
+      out, err, status = EnvUtil.invoke_ruby([{ "RUBY_GC_LIBRARY" => LIB_NAME, "MOSAIC_STRESS_RACES" => "soon" },
+                                              "-e", "print GC.stat(:mosaic_race_delays)"], "", true, true)
+      assert_predicate status, :success?, err
+      assert_match(/\[mosaic\] invalid value for MOSAIC_STRESS_RACES: soon/, err)
+      assert_equal "0", out
+    else
+      out, err, status = EnvUtil.invoke_ruby([{ "RUBY_GC_LIBRARY" => LIB_NAME, "MOSAIC_STRESS_RACES" => "50" },
+                                              "-e", "GC.start; print GC.stat(:mosaic_race_delays)"], "", true, true)
+      assert_predicate status, :success?, err
+      assert_match(/\[mosaic\] MOSAIC_STRESS_RACES is ignored: it needs the checking build/, err)
+      assert_equal "0", out
+    end
+  end
+end
