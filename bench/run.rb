@@ -73,6 +73,8 @@ BENCHMARKS = [
                 about: "Rails app booted, Process.warmup, 4 forked workers serving requests (private kB, total PSS)"),
   Benchmark.new(name: "compact-burst", script: "compact_burst.rb",
                 about: "GC.compact on a heap fragmented by a burst (1M mixed objects, 90% dropped; pages freed, ms)"),
+  Benchmark.new(name: "bulk-writes-marking", script: "bulk_writes_marking.rb",
+                about: "bulk writes (Array#[]=, #concat) while a major marks in steps: RSS growth (kB), next GC (ms)"),
   Benchmark.new(name: "malloc-fragmented", script: "malloc_fragmented.rb",
                 about: "GC.start and GC.stat with 100k free chunks in glibc's bins (us)"),
   Benchmark.new(name: "pauses-rdoc", script: "rdoc.rb", args: ["--quick", "--pauses"], timing: false,
