@@ -7,6 +7,45 @@
 $stdout.sync = true
 Warning[:experimental] = false
 
+# Reach: which of the collector's mechanisms this run exercised, for run.rb's summary; never
+# on stdout, which must not depend on the GC. With MOSAIC_DIFFTEST_REACH=PATH (run.rb sets it
+# for every GC but default) each process appends one line to PATH: "pid=N key=value ...", a
+# value "-" where the GC has no such figure (GC.stat(key) raises ArgumentError for a key it
+# does not know). The program's process writes at exit (this at_exit, registered first, runs
+# last), a forked child before it exits, with its figures since the fork. $reach counts what
+# the program does itself: forks, forks right after a lazy GC (the sweep still going), bulk
+# writes made while GC.latest_gc_info(:state) said :marking.
+module DTReach
+  STATS = { incremental_marks: :mosaic_incremental_marks, steps: :mosaic_incremental_steps,
+            parallel_marks: :mosaic_parallel_marks, parallel_steps: :mosaic_incremental_parallel_steps,
+            bg_sweeps: :mosaic_background_sweeps, compactions: :compact_count,
+            regreys: :mosaic_incremental_retraced_objects, race_delays: :mosaic_race_delays }.freeze
+  MAXES = { regrey_queue_max: :mosaic_incremental_retrace_queue_max }.freeze
+  PATH = ENV["MOSAIC_DIFFTEST_REACH"]&.dup&.freeze
+
+  def self.stat(key)
+    GC.stat(key)
+  rescue ArgumentError
+    nil
+  end
+
+  def self.figures = STATS.merge(MAXES).transform_values { |k| stat(k) }
+
+  # since: the figures at a fork (a child reports only its own work).
+  def self.write(since = nil)
+    return unless PATH
+    f = figures
+    since&.each { |k, v| f[k] -= v if STATS.key?(k) && f[k] && v }
+    f.merge!(forks: $reach[:forks], lazy_forks: $reach[:lazy_forks], bulk_in_mark: $reach[:bulk_in_mark])
+    line = "pid=#{Process.pid} #{f.map { |k, v| "#{k}=#{v.nil? ? '-' : v}" }.join(' ')}\n"
+    File.open(PATH, "a") { |io| io.write(line) }
+  rescue SystemCallError, IOError
+    nil
+  end
+end
+$reach = Hash.new(0)
+at_exit { DTReach.write } if DTReach::PATH
+
 require "zlib"
 # Loaded before any Ractor runs: ext/objspace's allocation tracing set up after a Ractor has run
 # misses most allocations (CRuby 3.4.5, under either GC; how many depends on when GCs happen).
@@ -1315,6 +1354,7 @@ module S
     n.times do |i|
       GC.start(full_mark: true, immediate_mark: false) if i % 100 == 0   # finishes one going on
       B.bulk_op(s, r, k)
+      $reach[:bulk_in_mark] += 1 if GC.latest_gc_info(:state) == :marking
       Array.new(6) { |j| "g#{i}-#{j}" }
       mutate(r.rand($slots.size), 1, r.rand(1 << 30)) if i % 128 == 127 && !$slots.empty?
     end
@@ -1568,8 +1608,12 @@ module S
     if lazy
       churn(2000 + seed % 3000, seed % 6)
       GC.start(immediate_sweep: false)
+      $reach[:lazy_forks] += 1 if GC.latest_gc_info(:state) == :sweeping
     end
+    $reach[:forks] += 1
     pid = fork do
+      since = DTReach::PATH && DTReach.figures
+      $reach = Hash.new(0)
       rd.close
       msg = "?"
       begin
@@ -1591,6 +1635,7 @@ module S
       rescue Exception => ex
         msg = "exception #{ex.class}: #{ex.message}"
       ensure
+        DTReach.write(since)
         wr.write(msg)
         wr.close
         exit!(0)
