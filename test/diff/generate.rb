@@ -53,11 +53,12 @@ module DiffGen
       ractor: 2, bg_start: 2, bg_poke: 2, bg_stop: 1, fork: 2, stress: 1, disabled: 2,
       check: 5, check_gone: 2, old_map_young: 6, ractor_fork: 2,
       compact: 4, auto_compact: 2, held: 4, walk_compact: 1, warmup: 1, alloc_trace: 1, fin_compact: 1,
-      resize_move: 1
+      resize_move: 1,
+      bulk: 4, inc_mark: 4, thread_mix: 2, fiber_mix: 2, fork_sweep: 2, ractor_bulk: 2
     }.freeze
     TOTAL = WEIGHTS.values.sum
     FIN_STEPS = %i[fin fin_undef fin_shrink fin_slot fin_compact].freeze
-    RACTOR_STEPS = %i[ractor bg_start bg_poke bg_stop ractor_fork].freeze
+    RACTOR_STEPS = %i[ractor bg_start bg_poke bg_stop ractor_fork ractor_bulk].freeze
 
     def run(n)
       # Finalizers can run inside any live Ractor, where they cannot record anything; a
@@ -171,6 +172,37 @@ module DiffGen
     def alloc_trace = call(:alloc_trace, pick([10, 100, 1000]), sd, pick([0, 1, 2]))
     def fin_compact = call(:fin_compact, pick([1, 2]), sd)
     def check_gone = call(:check_gone)
+
+    # Bulk writes (CRuby reports them to the GC as rb_gc_writebarrier_remember: "obj changed")
+    # into old containers, young objects their only referents: a bundle made and aged first
+    # (or by the step itself), or an Array or Hash a slot holds.
+    def bulk
+      s = slot
+      case @r.rand(6)
+      when 0
+        call(:bulk_new, s, sd, pick([0, 3, 3, 4]))
+        call(:bulk, s, pick([20, 50, 120]), pick([3, 17, 24, 40, 60]), sd)
+      when 1 then call(:bulk_into, s, pick([5, 20, 60]), pick([3, 17, 30, 80]), sd)
+      else call(:bulk, s, pick([20, 50, 120]), pick([3, 17, 24, 40, 60]), sd)
+      end
+    end
+
+    # An incremental major with the mutator at work while it marks: bulk writes, stores of
+    # young objects into old ones, garbage and churn; then checks.
+    def inc_mark
+      s = slot
+      call(:bulk_new, s, sd, pick([3, 4])) if @r.rand(4) == 0
+      call(:inc_mark, s, pick([64, 128, 256]), pick([17, 17, 24, 40, 60]), sd, pick([0, 1000, 3000]))
+      call(pick(%i[check check check_gone])) if bool
+    end
+
+    def thread_mix = call(:thread_mix, bool ? slot : nil, 2 + @r.rand(3), pick([20, 40, 80]), sd)
+    def fiber_mix = call(:fiber_mix, bool ? slot : nil, 2 + @r.rand(4), pick([40, 100, 250]), sd)
+
+    # fork right after a GC that leaves a lazy sweep (Mosaic's background sweeper runs).
+    def fork_sweep = call(:fork_check, sd, true)
+
+    def ractor_bulk = call(:ractor_bulk, slot, pick([50, 100, 200]), pick([17, 24, 40]), sd)
 
     # fork while another Ractor is alive (and maybe busy right before).
     def ractor_fork

@@ -6,6 +6,46 @@
 # Self-checks print "ERR ..." lines; a digest line at each checkpoint covers the contents.
 $stdout.sync = true
 Warning[:experimental] = false
+
+# Reach: which of the collector's mechanisms this run exercised, for run.rb's summary; never
+# on stdout, which must not depend on the GC. With MOSAIC_DIFFTEST_REACH=PATH (run.rb sets it
+# for every GC but default) each process appends one line to PATH: "pid=N key=value ...", a
+# value "-" where the GC has no such figure (GC.stat(key) raises ArgumentError for a key it
+# does not know). The program's process writes at exit (this at_exit, registered first, runs
+# last), a forked child before it exits, with its figures since the fork. $reach counts what
+# the program does itself: forks, forks right after a lazy GC (the sweep still going), bulk
+# writes made while GC.latest_gc_info(:state) said :marking.
+module DTReach
+  STATS = { incremental_marks: :mosaic_incremental_marks, steps: :mosaic_incremental_steps,
+            parallel_marks: :mosaic_parallel_marks, parallel_steps: :mosaic_incremental_parallel_steps,
+            bg_sweeps: :mosaic_background_sweeps, compactions: :compact_count,
+            regreys: :mosaic_incremental_retraced_objects, race_delays: :mosaic_race_delays }.freeze
+  MAXES = { regrey_queue_max: :mosaic_incremental_retrace_queue_max }.freeze
+  PATH = ENV["MOSAIC_DIFFTEST_REACH"]&.dup&.freeze
+
+  def self.stat(key)
+    GC.stat(key)
+  rescue ArgumentError
+    nil
+  end
+
+  def self.figures = STATS.merge(MAXES).transform_values { |k| stat(k) }
+
+  # since: the figures at a fork (a child reports only its own work).
+  def self.write(since = nil)
+    return unless PATH
+    f = figures
+    since&.each { |k, v| f[k] -= v if STATS.key?(k) && f[k] && v }
+    f.merge!(forks: $reach[:forks], lazy_forks: $reach[:lazy_forks], bulk_in_mark: $reach[:bulk_in_mark])
+    line = "pid=#{Process.pid} #{f.map { |k, v| "#{k}=#{v.nil? ? '-' : v}" }.join(' ')}\n"
+    File.open(PATH, "a") { |io| io.write(line) }
+  rescue SystemCallError, IOError
+    nil
+  end
+end
+$reach = Hash.new(0)
+at_exit { DTReach.write } if DTReach::PATH
+
 require "zlib"
 # Loaded before any Ractor runs: ext/objspace's allocation tracing set up after a Ractor has run
 # misses most allocations (CRuby 3.4.5, under either GC; how many depends on when GCs happen).
@@ -50,6 +90,8 @@ class DTCounted
 end
 DTPoint = Struct.new(:x, :y, :z)
 DTData = Data.define(:a, :b)
+# A Struct wide enough to need a 320-byte slot (bulk containers).
+DTWide = Struct.new(*Array.new(20) { |i| :"w#{i}" })
 # Objects held by a "held" bundle (S.held): found by each_object, keyed by identity.
 class DTHeld
   include DTTagged
@@ -153,6 +195,111 @@ module B
     end
   end
 
+  # ---- bulk writes ----
+  # CRuby writes some containers in bulk and reports only "obj changed" to the GC
+  # (rb_gc_writebarrier_remember): Array#concat, #[]= with a range or a length, push(*x),
+  # #insert, #unshift of more than 16 elements (array.c ary_memcpy0: one report per copy of
+  # more than 128 bytes), an array that shared a buffer copying it before its first write
+  # (rb_ary_modify after #replace with a heap array), Hash#replace and #rehash (ar_copy,
+  # st_replace), Hash#keys/#values, and the VM's first write to an old environment
+  # (vm_env_write_slowpath). Others write element by element through the write barrier
+  # (#fill, #map!, Struct#initialize_copy, #dup's ivar copy): both kinds are made here, on
+  # containers made old by the caller, with young objects nothing else refers to.
+
+  # A fresh String, unique by the counter c[0], across the 40/80/160-byte slot sizes.
+  def self.bstr(c) = "b#{c[0] += 1}-#{'q' * (c[0] % 67)}"
+
+  # A fresh young object of some kind.
+  def self.yng(r, c)
+    case r.rand(8)
+    when 0 then [bstr(c), r.rand(99)]
+    when 1 then DTPoint.new(bstr(c), r.rand(9), nil)
+    when 2 then { bstr(c) => bstr(c) }
+    when 3 then leaf(r, 2)
+    when 4 then obj(r, 1 + r.rand(6), 2)
+    else bstr(c)
+    end
+  end
+
+  def self.cell(v) = [-> { v }, ->(x) { v = x }]
+
+  # Containers for bulk_op, across the embedded/heap and ar/st-table limits: 0 the counter,
+  # 1 Strings only (sorted), 2 a mixed heap Array, 3 an Array sharing 4's buffer, 4 an Array,
+  # 5 a Hash with an ar table (at most 8 entries), 6 one with an st table, 7 an identity Hash,
+  # 8 a wide Struct, 9 an object with many ivars, 10 closure cells (a getter and a setter
+  # lambda over a local of a heap environment), 11 a small Array.
+  def self.bulk_set(r, c = [0])
+    base = Array.new(60) { bstr(c) }
+    idh = {}.compare_by_identity
+    10.times { idh[bstr(c)] = yng(r, c) }
+    [c, Array.new(40) { bstr(c) }, Array.new(50) { yng(r, c) }, base[5..], base, { bstr(c) => 1 },
+     Array.new(30) { [bstr(c), yng(r, c)] }.to_h, idh, DTWide.new(*Array.new(20) { yng(r, c) }),
+     obj(r, 30), Array.new(8) { cell(bstr(c)) }, [bstr(c), 2]]
+  end
+
+  BULK_OPS = 24
+
+  # One write into the containers of s (bulk_set) with k young objects (more than 16: a bulk
+  # copy), then the containers trimmed back to their bounds. Deterministic given r.
+  def self.bulk_op(s, r, k, op = r.rand(BULK_OPS))
+    c = s[0]
+    young = Array.new(k) { yng(r, c) }
+    case op
+    when 0 then s[1].concat(Array.new(k) { bstr(c) })
+    when 1 then s[2].concat(young, [yng(r, c)])
+    when 2 then s[2][r.rand(s[2].size + 1), r.rand(5)] = young
+    when 3 then s[2][r.rand(s[2].size + 1)..] = young
+    when 4 then s[2].push(*young)
+    when 5 then s[2].insert(r.rand(s[2].size + 1), *young)
+    when 6 then s[1].unshift(*Array.new(k) { bstr(c) })
+    when 7
+      s[3].replace(young + Array.new(80) { bstr(c) })   # a heap Array: s[3] shares its buffer,
+      s[3] << bstr(c)                                    # then copies it (rb_ary_modify)
+    when 8
+      s[4][r.rand(s[4].size)] = bstr(c)
+      s[3] = s[4][r.rand(10)..]
+    when 9 then r.rand(2) == 0 ? s[2].fill { yng(r, c) } : s[2].fill(yng(r, c), 0, [k, s[2].size].min)
+    when 10 then s[2].map! { |x| r.rand(3) == 0 ? x : yng(r, c) }
+    when 11
+      s[1].sort!
+      s[1].reverse! if r.rand(2) == 0
+    when 12
+      s[2].rotate!(r.rand(7))
+      s[2].shuffle!(random: r)
+    when 13 then s[5].replace(Array.new([k, 8].min) { [bstr(c), yng(r, c)] }.to_h)
+    when 14 then s[6].replace(Array.new(k + 9) { [bstr(c), yng(r, c)] }.to_h)
+    when 15 then s[6].update(Array.new(k) { [bstr(c), yng(r, c)] }.to_h)
+    when 16
+      s[5][bstr(c)] = yng(r, c)
+      s[6][bstr(c)] = yng(r, c)
+      s[5].rehash
+      s[6].rehash
+    when 17 then s[7].merge!(young.to_h { |x| [x, bstr(c)] })
+    when 18 then s[8].send(:initialize_copy, DTWide.new(*Array.new(20) { yng(r, c) }))
+    when 19 then [k, 40].min.times { s[9].instance_variable_set(:"@b#{r.rand(48)}", yng(r, c)) }
+    when 20 then s[10].each { |_, set| set.call(bstr(c)) }
+    when 21
+      s[2].replace(s[6].values.first(k) + young)
+      s[11].replace(s[5].keys)
+    when 22 then s[2] << s[9].dup << s[8].dup << s[5].dup << young.dup
+    else
+      s[11].replace(young.first(3))
+      s[1].concat(Array.new(k) { bstr(c) }, Array.new(k) { bstr(c) })
+    end
+    bulk_trim(s)
+  end
+
+  def self.bulk_trim(s)
+    s[1].slice!(0, s[1].size - 300) if s[1].size > 300
+    s[2].pop(s[2].size - 200) if s[2].size > 200
+    s[3].pop(s[3].size - 120) if s[3].size > 120
+    s[5].shift while s[5].size > 8
+    s[6].shift while s[6].size > 100
+    s[7].shift while s[7].size > 60
+    ivs = s[9].instance_variables
+    ivs.first(20).each { |iv| s[9].remove_instance_variable(iv) } if ivs.size > 60
+  end
+
   # A deterministic 32-bit digest of everything reachable from root: contents, shapes and the
   # sharing structure (a second visit hashes the first visit's ordinal), never addresses or
   # the process-seeded #hash. Iterative, so million-deep lists are fine.
@@ -212,6 +359,8 @@ module S
   Entry = Struct.new(:kind, :obj, :dig, :id, :fintag, :idents)
   WModel = Struct.new(:held, :last, :eph_total, :eph_keys, :eph_held_keys, :keep)
   MUTABLE = %i[str ary hash obj list tree wide misc].freeze
+  # Kinds whose digest is taken when put and checked at every checkpoint.
+  DIGESTED = (MUTABLE + %i[frozen bulk]).freeze
   $slots = []
   $pool = []
   $pool_set = {}.compare_by_identity
@@ -270,7 +419,7 @@ module S
     release(slot)
     e = Entry.new(kind, obj, nil, nil, nil, [])
     e.id = obj.object_id if slot.even?
-    snap(e) if MUTABLE.include?(kind) || kind == :frozen
+    snap(e) if DIGESTED.include?(kind)
     $slots[slot] = e
   end
 
@@ -279,7 +428,7 @@ module S
     return unless e
     $fin_live.delete(e.fintag) if e.fintag
     e.idents.each { |t| $fin_live.delete(t) } if e.kind == :fin
-    if e.id && e.dig && (MUTABLE.include?(e.kind) || e.kind == :frozen) && $dead.size < 64
+    if e.id && e.dig && DIGESTED.include?(e.kind) && $dead.size < 64
       $dead << [e.id, e.dig]
     end
     if e.kind == :bg && (r = $bg.delete(slot))
@@ -1134,6 +1283,90 @@ module S
     $counted_dropped += n
   end
 
+  # ---------------- bulk writes, incremental marking ----------------
+
+  # A bundle of containers for bulk writes (B.bulk_set), made old by `age` GCs (3 make an
+  # object old, under either GC).
+  def self.bulk_new(slot, seed, age)
+    put(slot, :bulk, B.bulk_set(rng(seed)))
+    age.times { GC.start(full_mark: false) }   # minor GCs age young objects too
+    $slots[slot]
+  end
+
+  # n bulk writes of k young objects each into slot's bundle (made and aged first if the slot
+  # holds none).
+  def self.bulk(slot, n, k, seed)
+    e = get(slot, %i[bulk]) || bulk_new(slot, seed, 3)
+    r = rng(seed)
+    _c1, _c2, _c3, _c4, _c5, _c6, _c7, _c8, _c9, _c10, _c11 = *e.obj[1..11]   # see inc_mark
+    n.times { B.bulk_op(e.obj, r, k) }
+    snap(e)
+    out "bulk slot #{slot}: #{e.dig}"
+  end
+
+  # Bulk writes into whatever Array or Hash the slot holds (old if steps aged it): concat,
+  # []= with a range, insert, replace then a write, Hash#replace, #update, #rehash.
+  def self.bulk_into(slot, n, k, seed)
+    e = get(slot, %i[ary wide hash]) or return
+    o = e.obj
+    return if o.frozen?
+    r = rng(seed)
+    c = [seed % 100_000 * 1000]
+    cap = [o.size, 300].max
+    n.times do
+      young = Array.new(k) { B.yng(r, c) }
+      if o.is_a?(Hash)
+        case r.rand(3)
+        when 0 then o.update(young.to_h { |x| [B.bstr(c), x] })
+        when 1 then o.replace(o.to_a.last(cap / 2).to_h.merge!(young.to_h { |x| [B.bstr(c), x] }))
+        else
+          o[B.bstr(c)] = young
+          o.rehash
+        end
+        o.shift while o.size > cap
+      else
+        case r.rand(4)
+        when 0 then o.concat(young)
+        when 1 then o[r.rand(o.size + 1)..] = young
+        when 2 then o.insert(r.rand(o.size + 1), *young)
+        else
+          o.replace(o.last(cap / 2) + young)
+          o << B.bstr(c)
+        end
+        o.pop(o.size - cap) if o.size > cap
+      end
+    end
+    snap(e)
+  end
+
+  # An incremental major (GC.start(immediate_mark: false): Mosaic marks it in steps at cache
+  # refills, re-tracing an already marked container written in bulk) with the mutator at work
+  # while it marks: n bulk writes of k young objects into slot's old bundle, young objects
+  # stored into other slots' structures now and then, garbage, churn of `churn_n` objects;
+  # then the mark ends (GC.start), freed slots get reused, and the bundle must read back as
+  # written. Whether the GC still marks at some point is its business: never printed.
+  def self.inc_mark(slot, n, k, seed, churn_n)
+    e = get(slot, %i[bulk]) || bulk_new(slot, seed, 3)
+    s = e.obj
+    r = rng(seed)
+    # Locals (roots): the containers are marked when a mark starts, before the writes.
+    _c1, _c2, _c3, _c4, _c5, _c6, _c7, _c8, _c9, _c10, _c11 = *s[1..11]
+    n.times do |i|
+      GC.start(full_mark: true, immediate_mark: false) if i % 100 == 0   # finishes one going on
+      B.bulk_op(s, r, k)
+      $reach[:bulk_in_mark] += 1 if GC.latest_gc_info(:state) == :marking
+      Array.new(6) { |j| "g#{i}-#{j}" }
+      mutate(r.rand($slots.size), 1, r.rand(1 << 30)) if i % 128 == 127 && !$slots.empty?
+    end
+    churn(churn_n, 5) if churn_n > 0
+    snap(e)
+    d = e.dig
+    GC.start
+    churn(3000, 5)
+    err "inc_mark slot #{slot}: the bundle changed after its mark ended" unless B.dig(s) == d
+    out "inc_mark slot #{slot}: #{d}"
+  end
+
   # ---------------- fibers, threads, Ractors, fork ----------------
 
   def self.fiber_new(slot, size, seed)
@@ -1181,6 +1414,117 @@ module S
     res.each_with_index { |(d, o), i| err "thread #{i}: its structure changed" unless B.dig(o) == d }
     out "threads: #{res.map(&:first).join(' ')}"
     put(slot, :ary, res.map(&:last)) if slot
+  end
+
+  # Threads that allocate and write into shared structures: each thread writes in bulk into
+  # its own old bundle and appends to its own list of a shared Hash (keys made before the
+  # threads start; under a Mutex) and sends results through a Queue; one thread starts
+  # incremental majors. What is printed does not depend on the interleaving: each bundle's
+  # digest, the Queue's items sorted, the shared Hash.
+  def self.thread_mix(slot, nt, iters, seed)
+    m = Mutex.new
+    q = Thread::Queue.new
+    shared = {}
+    nt.times { |i| shared[i] = [] }
+    olds = Array.new(nt) { |i| B.bulk_set(Random.new(seed + i), [i * 10_000_000]) }
+    3.times { GC.start(full_mark: false) }
+    ts = Array.new(nt) do |i|
+      Thread.new(i) do |ti|
+        r = Random.new(seed + 100 + ti)
+        s = olds[ti]
+        _c1, _c2, _c3, _c4, _c5, _c6, _c7, _c8, _c9, _c10, _c11 = *s[1..11]   # see inc_mark
+        iters.times do |j|
+          B.bulk_op(s, r, 17 + r.rand(8))
+          x = B.build(r, 4)
+          m.synchronize do
+            shared[ti] << x
+            shared[ti].shift if shared[ti].size > 16
+          end
+          q << [ti, j, B.dig(x)]
+          Thread.pass if j % 3 == 0
+          GC.start(full_mark: true, immediate_mark: false) if ti == 0 && j % 40 == 20
+        end
+        B.dig(olds[ti])
+      end
+    end
+    res = ts.map(&:value)
+    got = []
+    got << q.pop until q.empty?
+    got.sort!
+    bad = res.each_index.count { |i| B.dig(olds[i]) != res[i] }
+    err "thread_mix: #{bad} bundles changed after their thread ended" if bad > 0
+    err "thread_mix: #{got.size} results, want #{nt * iters}" if got.size != nt * iters
+    out "thread_mix: #{res.join(' ')} #{B.dig(got)} #{B.dig(shared)}"
+    put(slot, :ary, [shared, olds]) if slot
+  end
+
+  # Fibers switched many times, each holding young structures only on its own stack and
+  # writing in bulk into a shared old bundle between switches; some switches start an
+  # incremental major. At every switch a fiber checks that what it holds is unchanged.
+  def self.fiber_mix(slot, nf, switches, seed)
+    old = B.bulk_set(rng(seed))
+    _c1, _c2, _c3, _c4, _c5, _c6, _c7, _c8, _c9, _c10, _c11 = *old[1..11]   # see inc_mark
+    3.times { GC.start(full_mark: false) }
+    fs = Array.new(nf) do |i|
+      Fiber.new do |n|
+        r = Random.new(seed + 1 + i)
+        mine = [B.build(r, 6), B.str(r, 100)]
+        d = B.dig(mine)
+        bad = 0
+        loop do
+          n = Fiber.yield(d)
+          break if n == :stop
+          bad += 1 if B.dig(mine) != d
+          B.bulk_op(old, r, 17 + n % 8)
+          mine = [mine[1], B.yng(r, old[0]), Array.new(n % 30) { |j| "f#{i}-#{j}" }]
+          d = B.dig(mine)
+        end
+        [bad, B.dig(mine) == d]
+      end
+    end
+    ds = fs.map { |f| f.resume(nil) }
+    r = rng(seed + 1)
+    switches.times do |j|
+      i = r.rand(nf)
+      ds[i] = fs[i].resume(j)
+      GC.start(full_mark: true, immediate_mark: false) if j % 50 == 25
+    end
+    res = fs.map { |f| f.resume(:stop) }
+    bad = res.sum { |b, ok| b + (ok ? 0 : 1) }
+    err "fiber_mix: #{bad} times a fiber's locals changed" if bad > 0
+    out "fiber_mix: #{B.dig(ds)} #{B.dig(old)}"
+    put(slot, :bulk, old) if slot
+  end
+
+  # A Ractor makes a bundle old and writes into it in bulk while incremental majors of its own
+  # mark, and the main Ractor starts one and writes into its own bundle meanwhile. The Ractor
+  # returns its bundle's digest after the writes and after a full GC that follows them.
+  def self.ractor_bulk(slot, n, k, seed)
+    $multi_ractor = true
+    ra = Ractor.new(n, k, seed) do |nn, kk, sd|
+      r = Random.new(sd)
+      s = B.bulk_set(r)
+      _c1, _c2, _c3, _c4, _c5, _c6, _c7, _c8, _c9, _c10, _c11 = *s[1..11]   # see inc_mark
+      3.times { GC.start(full_mark: false) }
+      GC.start(full_mark: true, immediate_mark: false)
+      nn.times do |i|
+        B.bulk_op(s, r, kk)
+        GC.start(full_mark: true, immediate_mark: false) if i % 100 == 99
+      end
+      d = B.dig(s)
+      Array.new(3000) { |j| "rb#{j}" }
+      GC.start
+      [d, B.dig(s)]
+    end
+    e = get(slot, %i[bulk]) || bulk_new(slot, seed + 1, 3)
+    r = rng(seed + 2)
+    _c1, _c2, _c3, _c4, _c5, _c6, _c7, _c8, _c9, _c10, _c11 = *e.obj[1..11]
+    GC.start(full_mark: true, immediate_mark: false)
+    n.times { B.bulk_op(e.obj, r, k) }
+    snap(e)
+    d1, d2 = ra.take
+    err "ractor_bulk: the Ractor's bundle changed across a full GC" unless d1 == d2
+    out "ractor_bulk slot #{slot}: #{d1} #{e.dig}"
   end
 
   def self.kind_of(o)
@@ -1251,14 +1595,25 @@ module S
   # crashes in the child when another Ractor was allocating at the fork, and its
   # verify_internal_consistency miscounts live slots after such a fork, and after a fork once any
   # Ractor has run (CRuby 3.4.5), so under default the child skips verification then.
-  def self.fork_check(seed)
+  #
+  # lazy: fork right after a GC that leaves its sweep to be done lazily (Mosaic: by the
+  # background sweeper while the program runs), garbage made first so there is much to sweep.
+  def self.fork_check(seed, lazy = false)
     unless $bg.empty?
       $bg.each_value { |r| r.send(:ping); r.take }
       sleep 0.05
     end
     d = state_digest
     rd, wr = IO.pipe
+    if lazy
+      churn(2000 + seed % 3000, seed % 6)
+      GC.start(immediate_sweep: false)
+      $reach[:lazy_forks] += 1 if GC.latest_gc_info(:state) == :sweeping
+    end
+    $reach[:forks] += 1
     pid = fork do
+      since = DTReach::PATH && DTReach.figures
+      $reach = Hash.new(0)
       rd.close
       msg = "?"
       begin
@@ -1280,6 +1635,7 @@ module S
       rescue Exception => ex
         msg = "exception #{ex.class}: #{ex.message}"
       ensure
+        DTReach.write(since)
         wr.write(msg)
         wr.close
         exit!(0)
@@ -1318,7 +1674,7 @@ module S
     $slots.each_with_index do |e, i|
       next unless e
       o = e.obj
-      if e.dig && %i[str ary hash obj list tree wide misc frozen fin].include?(e.kind)
+      if e.dig && %i[str ary hash obj list tree wide misc frozen bulk fin].include?(e.kind)
         now = B.dig(o)
         if now != e.dig
           bad += 1

@@ -5,9 +5,14 @@
 #
 #   run.rb [--seeds A..B | --count N --start S] [--duration SECONDS] [--gcs default,mosaic,...]
 #          [--timeout SECONDS] [--jobs 2] [--regress] [--no-seeds] [--quiet] [--auto-compact]
+#          [--require-reach LIST]
 #
 # --auto-compact makes every generated program turn GC.auto_compact on first (its first step).
 # --regress also runs the regression scripts in test/diff/regress/ (steps only, or whole programs).
+# --require-reach LIST: exit 1 unless every mechanism listed was exercised by at least one
+# program of the run under each GC but default ("regreys"), or under one GC
+# ("mosaic_check_steps:regreys"); names as in the "reach" summary lines (REACH_SUM, REACH_MAX,
+# REACH_PROGRAM).
 # Environment: MOSAIC_RUBY (the Ruby), MOSAIC_GC_DIR (to find librubygc.mosaic_check.so).
 require "fileutils"
 require "optparse"
@@ -19,7 +24,96 @@ module DiffRun
   OUT = File.join(ROOT, "build", "difftest")
   REGRESS = File.join(__dir__, "regress")
 
-  Result = Struct.new(:gc, :status, :stdout, :stderr, :secs)
+  Result = Struct.new(:gc, :status, :stdout, :stderr, :secs, :reach)
+
+  # Reach: what each run exercised (prelude.rb's DTReach writes it, one line per process, to
+  # the file MOSAIC_DIFFTEST_REACH names; never stdout). Figures from GC.stat, summed over a
+  # program's processes (a forked child reports its own since the fork), or their maximum;
+  # then what the program counts itself.
+  REACH_SUM = %w[incremental_marks steps parallel_marks parallel_steps bg_sweeps compactions regreys race_delays].freeze
+  REACH_MAX = %w[regrey_queue_max].freeze
+  REACH_PROGRAM = %w[forks lazy_forks bulk_in_mark].freeze
+  REACH_KEYS = (REACH_SUM + REACH_MAX + REACH_PROGRAM).freeze
+
+  # One program run's figures from the lines of its reach file: a Hash of key => Integer, or
+  # nil for a figure its GC does not have; nil when no process wrote a line (a crash).
+  def self.read_reach(path)
+    return nil unless File.exist?(path)
+    lines = File.readlines(path, chomp: true)
+    File.delete(path)
+    return nil if lines.empty?
+    fig = {}
+    lines.each do |l|
+      l.split.each do |kv|
+        k, v = kv.split("=", 2)
+        next unless REACH_KEYS.include?(k)
+        next if v == "-"
+        v = Integer(v, exception: false) or next
+        fig[k] = REACH_MAX.include?(k) ? [fig[k] || 0, v].max : (fig[k] || 0) + v
+      end
+    end
+    REACH_KEYS.to_h { |k| [k, fig[k]] }
+  end
+
+  # Per GC label: totals (sums; maxima for REACH_MAX), how many programs exercised each (a
+  # figure above 0), how many programs reported at all.
+  class ReachTally
+    attr_reader :programs
+
+    def initialize
+      @total = {}
+      @exercised = Hash.new(0)
+      @programs = 0
+    end
+
+    def add(fig)
+      return unless fig
+      @programs += 1
+      fig.each do |k, v|
+        next if v.nil?
+        @total[k] = REACH_MAX.include?(k) ? [@total[k] || 0, v].max : (@total[k] || 0) + v
+        @exercised[k] += 1 if v > 0
+      end
+    end
+
+    def exercised(k) = @exercised[k]
+    def known?(k) = @total.key?(k)
+
+    def line(label)
+      fmt = ->(k, v) { "#{k}=#{known?(k) ? v : 'n/a'}" }
+      "reach #{label}: #{REACH_KEYS.map { |k| fmt.call(k, @total[k]) }.join(' ')} " \
+        "(programs exercising each, of #{@programs}: #{(REACH_KEYS - REACH_MAX).map { |k| fmt.call(k, @exercised[k]) }.join(' ')})"
+    end
+  end
+
+  # --require-reach's LIST: [[label or nil, key]]; nil: every GC of the run but default.
+  def self.parse_require_reach(list)
+    list.split(",").map(&:strip).reject(&:empty?).map do |item|
+      label, key = item.include?(":") ? item.split(":", 2) : [nil, item]
+      unless REACH_KEYS.include?(key)
+        raise OptionParser::InvalidArgument, "unknown mechanism #{key.inspect} (known: #{REACH_KEYS.join(', ')})"
+      end
+      [label, key]
+    end
+  end
+
+  # The required mechanisms no program exercised: messages, empty when all were.
+  def self.missing_reach(required, tallies, labels)
+    miss = []
+    required.each do |label, key|
+      targets = label ? [label] : labels.reject { |l| l.start_with?("default") }
+      targets.each do |l|
+        t = tallies[l]
+        if t.nil?
+          miss << ["#{l}:#{key}", "#{l} did not run (not in --gcs)"]
+        elsif t.exercised(key).zero?
+          why = t.known?(key) ? "no program of #{t.programs} exercised it" : "#{l} reports no such figure"
+          miss << ["#{l}:#{key}", why]
+        end
+      end
+    end
+    miss
+  end
 
   def self.ruby = ENV["MOSAIC_RUBY"] || RbConfig.ruby
 
@@ -52,12 +146,18 @@ module DiffRun
   }.freeze
 
   # Runs program file under gc with a timeout; kills the whole process group on timeout.
-  def self.run_one(file, gc, timeout, label = gc)
+  # reach: the file the program's processes write their reach lines to (read and removed
+  # into Result#reach), or nil.
+  def self.run_one(file, gc, timeout, label = gc, reach: nil)
     t0 = Process.clock_gettime(Process::CLOCK_MONOTONIC)
     out_r, out_w = IO.pipe
     err_r, err_w = IO.pipe
     lib, extra = VARIANTS.fetch(gc, [gc, {}])
     env = { "RUBY_GC_LIBRARY" => lib }.merge(extra)
+    if reach
+      File.delete(reach) if File.exist?(reach)
+      env["MOSAIC_DIFFTEST_REACH"] = reach
+    end
     pid = Process.spawn(env, ruby, file, out: out_w, err: err_w, in: File::NULL, pgroup: true)
     out_w.close
     err_w.close
@@ -86,7 +186,7 @@ module DiffRun
     # A forked grandchild could keep the pipes open; don't wait for it forever.
     readers.each { |t| t.join(5) || t.kill }
     [out_r, err_r].each(&:close)
-    Result.new(label, status, out, err, Process.clock_gettime(Process::CLOCK_MONOTONIC) - t0)
+    Result.new(label, status, out, err, Process.clock_gettime(Process::CLOCK_MONOTONIC) - t0, reach && read_reach(reach))
   end
 
   # What the reference run is held to. CRuby 3.4.5's default GC breaks in a child forked while
@@ -107,7 +207,7 @@ module DiffRun
   # The reference GC must pass; a failing default run is retried twice (a flaky reference is
   # noted), and a default that never passes is reported like any failure.
   def self.run_ref(file, gc, timeout, label, lock, opts)
-    r = run_one(file, gc, timeout, label)
+    r = run_one(file, gc, timeout, label, reach: gc == "default" ? nil : "#{file.delete_suffix('.rb')}.#{label.tr('#', '_')}.reach")
     return r unless gc == "default"
     2.times do |i|
       break if clean?(ref!(r))
@@ -174,8 +274,8 @@ module DiffRun
 
   def self.main(argv)
     opts = { gcs: nil, timeout: 120, jobs: 2, duration: nil, seeds: nil, count: nil, start: 1,
-             regress: false, no_seeds: false, quiet: false, auto_compact: false }
-    OptionParser.new do |o|
+             regress: false, no_seeds: false, quiet: false, auto_compact: false, require_reach: [] }
+    parser = OptionParser.new do |o|
       o.on("--seeds A..B") { |v| a, b = v.split("..").map { |x| Integer(x) }; opts[:seeds] = (a..(b || a)) }
       o.on("--count N", Integer) { |v| opts[:count] = v }
       o.on("--start S", Integer) { |v| opts[:start] = v }
@@ -187,7 +287,14 @@ module DiffRun
       o.on("--no-seeds") { opts[:no_seeds] = true }
       o.on("--quiet") { opts[:quiet] = true }
       o.on("--auto-compact") { opts[:auto_compact] = true }
-    end.parse!(argv)
+      o.on("--require-reach LIST") { |v| opts[:require_reach] += parse_require_reach(v) }
+    end
+    begin
+      parser.parse!(argv)
+    rescue OptionParser::ParseError => ex
+      warn "run.rb: #{ex.message}"
+      return 2
+    end
     gcs = opts[:gcs] || default_gcs
     gcs = ["default"] + gcs unless gcs.first == "default"   # the reference, first
     labels = gcs.each_with_index.map { |g, i| n = gcs[0...i].count(g); n.zero? ? g : "#{g}##{n + 1}" }
@@ -210,6 +317,7 @@ module DiffRun
     seed_i = 0
     lock = Mutex.new
     failures = []
+    tallies = labels.reject { |l| l.start_with?("default") }.to_h { |l| [l, ReachTally.new] }
     ran_seeds = 0
     programs = 0
     $stdout.sync = true
@@ -237,6 +345,7 @@ module DiffRun
           probs = judge(results)
           lock.synchronize do
             programs += results.size
+            results.each { |r| tallies[r.gc]&.add(r.reach) }
             ran_seeds += 1 if seed
             if probs.empty?
               File.delete(file)
@@ -258,9 +367,13 @@ module DiffRun
     detail = []
     detail << "seeds: #{seeds_failed.join(', ')}" unless seeds_failed.empty?
     detail << "regress: #{others.join(', ')}" unless others.empty?
+    tallies.each { |l, t| puts t.line(l) }
+    missing = missing_reach(opts[:require_reach], tallies, labels)
+    missing.each { |what, why| puts "reach missing: #{what}: #{why}" }
+    detail << "reach missing: #{missing.map(&:first).join(', ')}" unless missing.empty?
     puts format("difftest: %d seeds, %d programs run, %d failures%s (%.0fs)", ran_seeds, programs, failures.size,
                 detail.empty? ? "" : " (#{detail.join('; ')})", secs)
-    failures.empty? ? 0 : 1
+    failures.empty? && missing.empty? ? 0 : 1
   end
 end
 
