@@ -8,7 +8,8 @@
 #   2. diff: the differential tester (test/diff/run.rb) over seeds 1..$RACE_DIFF_SEEDS and the
 #      regression scripts, under mosaic_check_races and mosaic_check_steps_races (the same,
 #      with every pacer major and GC.start(immediate_mark: false) marking in steps of 64
-#      slots); it fails if a run did not exercise the mechanisms it is for (--require-reach).
+#      slots); it fails if the run did not exercise the mechanisms it is for (--require-reach,
+#      RACE_REQUIRE_REACH).
 # The gate also fails when race mode injected nothing (GC.stat(:mosaic_race_delays) is 0).
 # Usage: scripts/race-gate.sh [unit|diff]...   (both by default); MOSAIC_STRESS_RACES sets the
 # longest delay in microseconds (default 50); RACE_DIFF_SEEDS the seeds (default 60).
@@ -17,6 +18,10 @@ set +e
 LOGS=${MOSAIC_LOG_DIR:-$MOSAIC_ROOT/build/test-logs}
 PARTS=${*:-unit diff}
 SEEDS=${RACE_DIFF_SEEDS:-60}
+# What the differential part must have exercised under both variants (test/diff/README.md,
+# "Reach"): race delays, marks in steps and their parallel steps, parallel marks, background
+# sweeps, compactions, forks; re-greys where the steps are small enough to meet bulk writes.
+REACH=${RACE_REQUIRE_REACH:-race_delays,incremental_marks,steps,parallel_marks,parallel_steps,bg_sweeps,compactions,forks,mosaic_check_steps_races:regreys}
 mkdir -p "$LOGS"
 rc_all=0
 export MOSAIC_STRESS_RACES=${MOSAIC_STRESS_RACES:-50}
@@ -54,7 +59,7 @@ for part in $PARTS; do
       log=$LOGS/race-diff.log
       RUBY_GC_LIBRARY=default "$MOSAIC_RUBY" "$MOSAIC_ROOT/test/diff/run.rb" --regress --quiet \
         --count "$SEEDS" --start 1 --timeout 300 --gcs default,mosaic_check_races,mosaic_check_steps_races \
-        ${RACE_REQUIRE_REACH:-} >"$log" 2>&1
+        --require-reach "$REACH" >"$log" 2>&1
       rc=$?
       last=$(grep '^difftest:' "$log" | tail -1)
       if [ $rc = 0 ] && [ -n "$last" ]; then
