@@ -118,16 +118,25 @@ mosaic_collect(mosaic_objspace_t *objspace, unsigned int reason)
     if (!gc_allowed_here()) return false;
     if (objspace->sorted_count == 0) return false;  /* heap not ready */
 
-    if (objspace->incremental_marking) {
-        /* A major GC marks in steps: it ends now. What a minor GC, the pacer or the malloc
-         * limit asked for is done by it; GC.start and compaction then run their own. */
-        objspace->stats.incremental_forced_finishes++;
-        mosaic_incremental_finish(objspace);
-        if (!(reason & (MOSAIC_REASON_METHOD | MOSAIC_REASON_COMPACT))) return true;
-    }
-
     unsigned int lev;
-    mosaic_gc_enter(objspace, &lev, true);
+    for (;;) {
+        if (objspace->incremental_marking) {
+            /* A major GC marks in steps: it ends now. What a minor GC, the pacer or the malloc
+             * limit asked for is done by it; GC.start and compaction then run their own. */
+            objspace->stats.incremental_forced_finishes++;
+            mosaic_incremental_finish(objspace);
+            if (!(reason & (MOSAIC_REASON_METHOD | MOSAIC_REASON_COMPACT))) return true;
+        }
+        mosaic_race_point();   /* another Ractor may start a mark in steps before this one locks */
+        mosaic_gc_enter(objspace, &lev, true);
+        /* Read again under the lock: another Ractor may have started a mark in steps between
+         * the test above and the lock (GC.start from two Ractors). Collecting on top of it
+         * would set up a new mark under it (a minor's mark bits = old bits), and its final
+         * pause would then take old objects for traced and free their young children
+         * (test_a_collection_does_not_run_over_a_mark_another_ractor_started). */
+        if (!objspace->incremental_marking) break;
+        mosaic_gc_exit(objspace, &lev);
+    }
 
     uint64_t start_ns = mosaic_now_ns();
     bool measure = objspace->measure_time;
@@ -502,8 +511,15 @@ void
 mosaic_incremental_finish(mosaic_objspace_t *objspace)
 {
     if (!objspace->incremental_marking || objspace->during_gc || !gc_allowed_here()) return;
+    mosaic_race_point();   /* another Ractor may finish the mark before this one locks */
     unsigned int lev;
     mosaic_gc_enter(objspace, &lev, true);
+    /* Read again under the lock: another Ractor's collection may have finished the mark
+     * since the test above; finishing it twice would sweep what was allocated since. */
+    if (!objspace->incremental_marking) {
+        mosaic_gc_exit(objspace, &lev);
+        return;
+    }
     uint64_t start_ns = mosaic_now_ns();
     objspace->gc_start_ns = start_ns;
     /* Caches hand their free slots back (sweep_prepare wants none held). */

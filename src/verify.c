@@ -134,10 +134,19 @@ mosaic_verify_edge(mosaic_objspace_t *objspace, VALUE child, bool weak)
       case T_NONE:
       case T_ZOMBIE:
       case T_MOVED:
-        report(ctx, "%p (type 0x%x) %srefers to %p, a dead slot (type 0x%x)",
-               (void *)ctx->parent, (unsigned)RB_BUILTIN_TYPE(ctx->parent), kind, (void *)child,
+      {
+        /* The parent's side bits say how it escaped: traced this cycle or not (marked), old,
+         * without write barriers (unprotected), remembered. */
+        const struct mosaic_page *pp = mosaic_page_of(ctx->parent);
+        size_t pb = mosaic_bit_index(ctx->parent);
+        report(ctx, "%p (type 0x%x%s; bits:%s%s%s%s) %srefers to %p, a dead slot (type 0x%x)",
+               (void *)ctx->parent, (unsigned)RB_BUILTIN_TYPE(ctx->parent), imemo_kind(ctx->parent),
+               mosaic_bit_test(pp->mark_bits, pb) ? " marked" : "", mosaic_bit_test(pp->old_bits, pb) ? " old" : "",
+               mosaic_bit_test(pp->wb_unprotected_bits, pb) ? " unprotected" : "",
+               mosaic_bit_test(pp->remembered_bits, pb) ? " remembered" : "", kind, (void *)child,
                (unsigned)RB_BUILTIN_TYPE(child));
         break;
+      }
       default:
         if (ctx->tricolor && !weak && !mosaic_marked_p(child)) {
             if (imemo_iseq_p(ctx->parent)) {

@@ -65,4 +65,39 @@ class TestMosaicRaces < Test::Unit::TestCase
       assert_equal "0", out
     end
   end
+
+  # mosaic_collect read whether a major marks in steps before it took the VM lock: a Ractor's
+  # GC.start(full_mark: false) that lost the lock to another Ractor's
+  # GC.start(immediate_mark: false) then ran a minor collection over the mark in steps (mark
+  # bits reset to the old bits under its grey objects), and the mark's final pause took old
+  # objects for traced: their young children were freed while referenced (the checking build's
+  # verifier: "refers to ..., a dead slot"). Found by the differential tester's ractor_bulk
+  # step under race mode. With a race point in that window it failed 4 runs of 4.
+  def test_a_collection_does_not_run_over_a_mark_another_ractor_started
+    omit "Mosaic" unless mosaic?
+    env = checking_build? ? { "MOSAIC_STRESS_RACES" => "200", "MOSAIC_GC_THREADS" => "1" } : {}
+    assert_gc_script(<<~'RUBY', env: env, timeout: 300)
+      Warning[:experimental] = false
+      old = Array.new(200) { |i| ["o#{i}"] }
+      4.times { GC.start }
+      r = Ractor.new do
+        keep = []
+        300.times do |i|
+          GC.start(full_mark: false)
+          keep << Array.new(20) { |j| "r#{i}-#{j}" }
+          keep.shift if keep.size > 20
+        end
+        keep.all? { |a| a.size == 20 && a.all? { |x| x.start_with?("r") } }
+      end
+      300.times do |i|
+        GC.start(full_mark: true, immediate_mark: false)
+        old[i % 200] << "y#{i}"
+        Array.new(200) { |j| "g#{j}" }
+      end
+      assert_true r.take, "the Ractor's arrays"
+      GC.start
+      old.each_with_index { |a, i| assert_equal "o#{i}", a.first; assert a.drop(1).all? { |x| x.start_with?("y") } }
+      GC.verify_internal_consistency
+    RUBY
+  end
 end
