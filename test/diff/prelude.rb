@@ -1356,7 +1356,10 @@ module S
       B.bulk_op(s, r, k)
       $reach[:bulk_in_mark] += 1 if GC.latest_gc_info(:state) == :marking
       Array.new(6) { |j| "g#{i}-#{j}" }
-      mutate(r.rand($slots.size), 1, r.rand(1 << 30)) if i % 128 == 127 && !$slots.empty?
+      if i % 64 == 63 && !$slots.empty?   # a young object into another slot's structure (small kinds:
+        j = r.rand($slots.size)            # mutate digests the whole structure again)
+        mutate(j, 1, r.rand(1 << 30)) if get(j, %i[str ary hash obj misc])
+      end
     end
     churn(churn_n, 5) if churn_n > 0
     snap(e)
