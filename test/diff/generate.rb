@@ -54,7 +54,7 @@ module DiffGen
       check: 5, check_gone: 2, old_map_young: 6, ractor_fork: 2,
       compact: 4, auto_compact: 2, held: 4, walk_compact: 1, warmup: 1, alloc_trace: 1, fin_compact: 1,
       resize_move: 1,
-      bulk: 4, inc_mark: 4, thread_mix: 2, fiber_mix: 2, fork_sweep: 2, ractor_bulk: 2
+      bulk: 4, inc_mark: 3, thread_mix: 2, fiber_mix: 2, fork_sweep: 2, ractor_bulk: 2
     }.freeze
     TOTAL = WEIGHTS.values.sum
     FIN_STEPS = %i[fin fin_undef fin_shrink fin_slot fin_compact].freeze

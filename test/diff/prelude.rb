@@ -1356,7 +1356,10 @@ module S
       B.bulk_op(s, r, k)
       $reach[:bulk_in_mark] += 1 if GC.latest_gc_info(:state) == :marking
       Array.new(6) { |j| "g#{i}-#{j}" }
-      mutate(r.rand($slots.size), 1, r.rand(1 << 30)) if i % 128 == 127 && !$slots.empty?
+      if i % 64 == 63 && !$slots.empty?   # a young object into another slot's structure (small kinds:
+        j = r.rand($slots.size)            # mutate digests the whole structure again)
+        mutate(j, 1, r.rand(1 << 30)) if get(j, %i[str ary hash obj misc])
+      end
     end
     churn(churn_n, 5) if churn_n > 0
     snap(e)
@@ -1497,8 +1500,9 @@ module S
   end
 
   # A Ractor makes a bundle old and writes into it in bulk while incremental majors of its own
-  # mark, and the main Ractor starts one and writes into its own bundle meanwhile. The Ractor
-  # returns its bundle's digest after the writes and after a full GC that follows them.
+  # mark; meanwhile the main Ractor runs minor GCs (each finishes a mark going on), starts a
+  # major of its own and writes into its own bundle. The Ractor returns its bundle's digest
+  # after the writes and after a full GC that follows them.
   def self.ractor_bulk(slot, n, k, seed)
     $multi_ractor = true
     ra = Ractor.new(n, k, seed) do |nn, kk, sd|
@@ -1516,11 +1520,15 @@ module S
       GC.start
       [d, B.dig(s)]
     end
-    e = get(slot, %i[bulk]) || bulk_new(slot, seed + 1, 3)
+    e = get(slot, %i[bulk]) || bulk_new(slot, seed + 1, 0)
     r = rng(seed + 2)
     _c1, _c2, _c3, _c4, _c5, _c6, _c7, _c8, _c9, _c10, _c11 = *e.obj[1..11]
+    3.times { GC.start(full_mark: false) }   # minor GCs while the Ractor's majors mark
     GC.start(full_mark: true, immediate_mark: false)
-    n.times { B.bulk_op(e.obj, r, k) }
+    n.times do |i|
+      B.bulk_op(e.obj, r, k)
+      GC.start(full_mark: false) if i % 50 == 49
+    end
     snap(e)
     d1, d2 = ra.take
     err "ractor_bulk: the Ractor's bundle changed across a full GC" unless d1 == d2
