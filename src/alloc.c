@@ -149,7 +149,9 @@ heap_grow(mosaic_objspace_t *objspace, struct mosaic_heap *heap, bool force)
     if (!force && !own && mosaic_pace_grown_enough(objspace)) return NULL;
     struct mosaic_page *page = mosaic_page_new(objspace, heap);
     if (!page) return NULL;
-    objspace->grown_since_gc += MOSAIC_PAGE_SIZE;
+    /* Atomic: another Ractor's malloc reads it without the VM lock (malloc.c); every writer
+     * holds that lock, so the plain read here sees the latest value. */
+    __atomic_store_n(&objspace->grown_since_gc, objspace->grown_since_gc + MOSAIC_PAGE_SIZE, __ATOMIC_RELAXED);
     if (own) {
         heap->allocatable_slots = heap->allocatable_slots > page->total_slots
             ? heap->allocatable_slots - page->total_slots : 0;
