@@ -504,21 +504,26 @@ rb_gc_impl_pointer_to_heap_p(void *objspace_ptr, const void *ptr)
     return mosaic_pointer_to_slot_p(objspace_ptr, ptr);
 }
 
+/* An unmarked object on a page not swept yet is decided by the page's metadata alone, before
+ * its header is read: the background sweeper may be freeing it at this moment (writing its
+ * flags, bg_sweep.c), and reads nothing else the sweeper writes. ThreadSanitizer reported the
+ * header read against free_one's store when the header came first. */
 bool
 rb_gc_impl_garbage_object_p(void *objspace_ptr, VALUE obj)
 {
     mosaic_objspace_t *objspace = objspace_ptr;
+    if (objspace->lazy_sweeping) {
+        struct mosaic_page *page = mosaic_page_of(obj);
+        if (page->cycle->before_sweep && !mosaic_bit_test(page->mark_bits, mosaic_bit_index(obj))) return true;
+    }
     switch (RB_BUILTIN_TYPE(obj)) {
       case T_NONE:
       case T_MOVED:
       case T_ZOMBIE:
         return true;
       default:
-        break;
+        return false;
     }
-    if (!objspace->lazy_sweeping) return false;
-    struct mosaic_page *page = mosaic_page_of(obj);
-    return page->cycle->before_sweep && !mosaic_bit_test(page->mark_bits, mosaic_bit_index(obj));
 }
 
 void
