@@ -422,7 +422,8 @@ rb_gc_impl_after_fork(void *objspace_ptr, rb_pid_t pid)
 void
 rb_gc_impl_set_measure_total_time(void *objspace_ptr, VALUE flag)
 {
-    ((mosaic_objspace_t *)objspace_ptr)->measure_time = RTEST(flag);
+    /* Atomic: the background sweeper reads it as it ends a cycle (bg_sweep.c). */
+    __atomic_store_n(&((mosaic_objspace_t *)objspace_ptr)->measure_time, RTEST(flag), __ATOMIC_RELAXED);
 }
 
 bool
