@@ -244,9 +244,9 @@ new_obj_slow_checks(mosaic_objspace_t *objspace)
     if (objspace->gc_stress && !objspace->dont_gc) {
         mosaic_collect(objspace, MOSAIC_REASON_STRESS);
     }
-    else if (objspace->malloc_gc_pending) {
+    else if (__atomic_load_n(&objspace->malloc_gc_pending, __ATOMIC_RELAXED)) {
         /* Cleared even while GC is disabled, so allocation leaves the slow path. */
-        objspace->malloc_gc_pending = false;
+        __atomic_store_n(&objspace->malloc_gc_pending, false, __ATOMIC_RELAXED);
         if (!objspace->dont_gc) mosaic_collect(objspace, MOSAIC_REASON_MALLOC);
     }
 }
@@ -288,7 +288,13 @@ mosaic_new_obj(mosaic_objspace_t *objspace, struct mosaic_cache *cache, VALUE kl
     mosaic_size_histogram_alloc(flags, alloc_size);
 #endif
 
-    if (RB_UNLIKELY(objspace->during_gc || objspace->gc_stress || objspace->malloc_gc_pending)) {
+    /* Relaxed atomic loads, without the VM lock: another Ractor's malloc sets
+     * malloc_gc_pending (malloc.c). As plain loads the compiler read the neighbouring flags
+     * as one word, dont_gc with them, which another Ractor writes under the VM lock
+     * (mosaic_gc_hold): ThreadSanitizer reported that pair. */
+    if (RB_UNLIKELY(__atomic_load_n(&objspace->during_gc, __ATOMIC_RELAXED) ||
+                    __atomic_load_n(&objspace->gc_stress, __ATOMIC_RELAXED) ||
+                    __atomic_load_n(&objspace->malloc_gc_pending, __ATOMIC_RELAXED))) {
         new_obj_slow_checks(objspace);
     }
 

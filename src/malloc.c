@@ -99,7 +99,8 @@ mosaic_malloc_increase(mosaic_objspace_t *objspace, size_t size, bool may_collec
             mosaic_collect(objspace, MOSAIC_REASON_MALLOC | MOSAIC_REASON_INSIDE_MALLOC);
         }
         else {
-            objspace->malloc_gc_pending = true;
+            /* Any thread, no lock: read by every Ractor's allocation (alloc.c). */
+            __atomic_store_n(&objspace->malloc_gc_pending, true, __ATOMIC_RELAXED);
         }
     }
 }
