@@ -109,6 +109,10 @@ rb_gc_impl_init(void)
     /* make ASAN=1: tests that ask malloc for terabytes, or time the collector, know it. */
     rb_ary_push(opts, rb_interned_str_cstr("MOSAIC_ASAN"));
 #endif
+#ifdef __SANITIZE_THREAD__
+    /* make TSAN=1: the tsan gate checks it runs this build; tests that time the collector know it. */
+    rb_ary_push(opts, rb_interned_str_cstr("MOSAIC_TSAN"));
+#endif
     OBJ_FREEZE(opts);
     rb_define_const(rb_mGC, "OPTS", opts);
 
