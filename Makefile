@@ -115,6 +115,7 @@ install_as = mkdir -p $(GC_DIR) && cp $(1) $(GC_DIR)/.librubygc.$(2).so.tmp && \
 
 install: $(LIB)
 	@if [ "$(VARIANT)" = histogram ]; then echo "make install: the histogram variant installs only with make install-histogram" >&2; exit 1; fi
+	@if [ "$(SAN_NAME)" = tsan ]; then echo "make install: the TSan variant installs only with make install-tsan (it loads only with libtsan preloaded)" >&2; exit 1; fi
 	@$(call install_as,$(LIB),mosaic,$(VARIANT)$(if $(SAN_NAME), $(SAN_NAME),))
 
 # The checking build installed beside the release one, as librubygc.mosaic_check.so
