@@ -7,6 +7,8 @@
 #   make CHECK=1      the checking variant: assertions, heap verification after every GC
 #   make ASAN=1       the checking variant plus -fsanitize=address,undefined (see docs/BUILDING.md);
 #                     make install-asan installs it as librubygc.mosaic_asan.so only
+#   make TSAN=1       the checking variant plus -fsanitize=thread (see docs/BUILDING.md);
+#                     make install-tsan installs it as librubygc.mosaic_tsan.so only
 #   make HISTOGRAM=1 lib   the size-histogram variant (src/size_histogram.c) in build/histogram/;
 #                     make install-histogram installs it as librubygc.mosaic_hist.so only
 #   make env          print MOSAIC_RUBY=..., MOSAIC_RUBY_SRC=..., MOSAIC_GC_DIR=...
@@ -29,14 +31,26 @@ CC ?= cc
 WARN := -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers -Wno-sign-compare -Werror=implicit-function-declaration
 CFLAGS_BASE := -std=gnu11 -fPIC -DBUILDING_MODULAR_GC -fvisibility=default $(WARN)
 
+ifeq ($(ASAN)$(TSAN),11)
+  $(error ASAN=1 and TSAN=1 do not combine: the two runtimes cannot share a process)
+endif
 ifeq ($(ASAN),1)
   CHECK := 1
+  SAN_NAME := asan
   # No stack redzones (asan-stack=0): Ruby leaves frames by its own longjmp (__builtin_longjmp,
   # which ASan does not see) and switches fiber stacks without telling ASan, so a Mosaic frame
   # a raise or a switch abandons leaves its redzones poisoned, and a later memcpy of the VM's
   # over that stack memory is reported (CRuby's test_objspace did, under mosaic_asan). Mosaic's
   # own accesses to malloc'd memory and globals stay checked.
   SAN := -fsanitize=address,undefined -fno-omit-frame-pointer --param asan-stack=0
+endif
+ifeq ($(TSAN),1)
+  CHECK := 1
+  SAN_NAME := tsan
+  # ThreadSanitizer on Mosaic's own code only (the Ruby is not instrumented): its loads and
+  # stores, its atomics, and the pthread calls of the whole process (intercepted), which is
+  # what orders them. docs/BUILDING.md says what it does not see.
+  SAN := -fsanitize=thread -fno-omit-frame-pointer
 endif
 ifeq ($(CHECK),1)
   VARIANT := check
@@ -49,7 +63,7 @@ else
   OPT := -O3 -g -DMOSAIC_CHECK=0
 endif
 
-BUILD := build/$(VARIANT)$(if $(SAN),-asan,)
+BUILD := build/$(VARIANT)$(if $(SAN_NAME),-$(SAN_NAME),)
 SRCS := $(wildcard src/*.c)
 # Files whose code runs once per collection or per call from Ruby (configuration, reports, heap
 # walks), not on the allocation, marking or sweeping paths: built for size (-Os where the
@@ -61,7 +75,7 @@ obj_opt = $(if $(filter $(COLD),$(1)),$(patsubst -O3,-Os,$(OPT)),$(OPT))
 OBJS := $(patsubst src/%.c,$(BUILD)/%.o,$(SRCS))
 LIB := $(BUILD)/librubygc.mosaic.so
 
-.PHONY: all toolchain lib install install-check install-asan install-histogram env test test-unit test-gates test-all-full demo bench clean
+.PHONY: all toolchain lib install install-check install-asan install-tsan install-histogram env test test-unit test-gates test-all-full demo bench clean
 
 all: install
 
@@ -101,7 +115,8 @@ install_as = mkdir -p $(GC_DIR) && cp $(1) $(GC_DIR)/.librubygc.$(2).so.tmp && \
 
 install: $(LIB)
 	@if [ "$(VARIANT)" = histogram ]; then echo "make install: the histogram variant installs only with make install-histogram" >&2; exit 1; fi
-	@$(call install_as,$(LIB),mosaic,$(VARIANT)$(if $(SAN), asan,))
+	@if [ "$(SAN_NAME)" = tsan ]; then echo "make install: the TSan variant installs only with make install-tsan (it loads only with libtsan preloaded)" >&2; exit 1; fi
+	@$(call install_as,$(LIB),mosaic,$(VARIANT)$(if $(SAN_NAME), $(SAN_NAME),))
 
 # The checking build installed beside the release one, as librubygc.mosaic_check.so
 # (RUBY_GC_LIBRARY=mosaic_check; GC.config[:implementation] still says "mosaic").
@@ -113,14 +128,21 @@ install-check:
 # (RUBY_GC_LIBRARY=mosaic_asan, with libasan preloaded: docs/BUILDING.md; the test command's
 # asan gate). GC::OPTS includes MOSAIC_ASAN; GC.config[:implementation] still says "mosaic".
 install-asan:
-	@$(MAKE) --no-print-directory ASAN=1 lib
+	@$(MAKE) --no-print-directory ASAN=1 TSAN=0 lib
 	@$(call install_as,build/check-asan/librubygc.mosaic.so,mosaic_asan,check asan)
+
+# The checking build compiled with ThreadSanitizer, as librubygc.mosaic_tsan.so
+# (RUBY_GC_LIBRARY=mosaic_tsan, with libtsan preloaded: docs/BUILDING.md; scripts/tsan-gate.sh).
+# GC::OPTS includes MOSAIC_TSAN; GC.config[:implementation] still says "mosaic".
+install-tsan:
+	@$(MAKE) --no-print-directory TSAN=1 ASAN=0 lib
+	@$(call install_as,build/check-tsan/librubygc.mosaic.so,mosaic_tsan,check tsan)
 
 # The size-histogram build (issue 9) installed as librubygc.mosaic_hist.so only
 # (RUBY_GC_LIBRARY=mosaic_hist; GC.config[:implementation] still says "mosaic"). It writes
 # JSON histograms at exit to $$MOSAIC_SIZE_HISTOGRAM_OUT; bench/size_histogram.rb uses it.
 install-histogram:
-	@$(MAKE) --no-print-directory HISTOGRAM=1 CHECK=0 ASAN=0 lib
+	@$(MAKE) --no-print-directory HISTOGRAM=1 CHECK=0 ASAN=0 TSAN=0 lib
 	@$(call install_as,build/histogram/librubygc.mosaic.so,mosaic_hist,histogram)
 
 env:

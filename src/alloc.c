@@ -149,7 +149,9 @@ heap_grow(mosaic_objspace_t *objspace, struct mosaic_heap *heap, bool force)
     if (!force && !own && mosaic_pace_grown_enough(objspace)) return NULL;
     struct mosaic_page *page = mosaic_page_new(objspace, heap);
     if (!page) return NULL;
-    objspace->grown_since_gc += MOSAIC_PAGE_SIZE;
+    /* Atomic: another Ractor's malloc reads it without the VM lock (malloc.c); every writer
+     * holds that lock, so the plain read here sees the latest value. */
+    __atomic_store_n(&objspace->grown_since_gc, objspace->grown_since_gc + MOSAIC_PAGE_SIZE, __ATOMIC_RELAXED);
     if (own) {
         heap->allocatable_slots = heap->allocatable_slots > page->total_slots
             ? heap->allocatable_slots - page->total_slots : 0;
@@ -242,9 +244,9 @@ new_obj_slow_checks(mosaic_objspace_t *objspace)
     if (objspace->gc_stress && !objspace->dont_gc) {
         mosaic_collect(objspace, MOSAIC_REASON_STRESS);
     }
-    else if (objspace->malloc_gc_pending) {
+    else if (__atomic_load_n(&objspace->malloc_gc_pending, __ATOMIC_RELAXED)) {
         /* Cleared even while GC is disabled, so allocation leaves the slow path. */
-        objspace->malloc_gc_pending = false;
+        __atomic_store_n(&objspace->malloc_gc_pending, false, __ATOMIC_RELAXED);
         if (!objspace->dont_gc) mosaic_collect(objspace, MOSAIC_REASON_MALLOC);
     }
 }
@@ -286,7 +288,13 @@ mosaic_new_obj(mosaic_objspace_t *objspace, struct mosaic_cache *cache, VALUE kl
     mosaic_size_histogram_alloc(flags, alloc_size);
 #endif
 
-    if (RB_UNLIKELY(objspace->during_gc || objspace->gc_stress || objspace->malloc_gc_pending)) {
+    /* Relaxed atomic loads, without the VM lock: another Ractor's malloc sets
+     * malloc_gc_pending (malloc.c). As plain loads the compiler read the neighbouring flags
+     * as one word, dont_gc with them, which another Ractor writes under the VM lock
+     * (mosaic_gc_hold): ThreadSanitizer reported that pair. */
+    if (RB_UNLIKELY(__atomic_load_n(&objspace->during_gc, __ATOMIC_RELAXED) ||
+                    __atomic_load_n(&objspace->gc_stress, __ATOMIC_RELAXED) ||
+                    __atomic_load_n(&objspace->malloc_gc_pending, __ATOMIC_RELAXED))) {
         new_obj_slow_checks(objspace);
     }
 

@@ -109,6 +109,10 @@ rb_gc_impl_init(void)
     /* make ASAN=1: tests that ask malloc for terabytes, or time the collector, know it. */
     rb_ary_push(opts, rb_interned_str_cstr("MOSAIC_ASAN"));
 #endif
+#ifdef __SANITIZE_THREAD__
+    /* make TSAN=1: the tsan gate checks it runs this build; tests that time the collector know it. */
+    rb_ary_push(opts, rb_interned_str_cstr("MOSAIC_TSAN"));
+#endif
     OBJ_FREEZE(opts);
     rb_define_const(rb_mGC, "OPTS", opts);
 
@@ -423,7 +427,8 @@ rb_gc_impl_after_fork(void *objspace_ptr, rb_pid_t pid)
 void
 rb_gc_impl_set_measure_total_time(void *objspace_ptr, VALUE flag)
 {
-    ((mosaic_objspace_t *)objspace_ptr)->measure_time = RTEST(flag);
+    /* Atomic: the background sweeper reads it as it ends a cycle (bg_sweep.c). */
+    __atomic_store_n(&((mosaic_objspace_t *)objspace_ptr)->measure_time, RTEST(flag), __ATOMIC_RELAXED);
 }
 
 bool
@@ -505,21 +510,26 @@ rb_gc_impl_pointer_to_heap_p(void *objspace_ptr, const void *ptr)
     return mosaic_pointer_to_slot_p(objspace_ptr, ptr);
 }
 
+/* An unmarked object on a page not swept yet is decided by the page's metadata alone, before
+ * its header is read: the background sweeper may be freeing it at this moment (writing its
+ * flags, bg_sweep.c), and reads nothing else the sweeper writes. ThreadSanitizer reported the
+ * header read against free_one's store when the header came first. */
 bool
 rb_gc_impl_garbage_object_p(void *objspace_ptr, VALUE obj)
 {
     mosaic_objspace_t *objspace = objspace_ptr;
+    if (objspace->lazy_sweeping) {
+        struct mosaic_page *page = mosaic_page_of(obj);
+        if (page->cycle->before_sweep && !mosaic_bit_test(page->mark_bits, mosaic_bit_index(obj))) return true;
+    }
     switch (RB_BUILTIN_TYPE(obj)) {
       case T_NONE:
       case T_MOVED:
       case T_ZOMBIE:
         return true;
       default:
-        break;
+        return false;
     }
-    if (!objspace->lazy_sweeping) return false;
-    struct mosaic_page *page = mosaic_page_of(obj);
-    return page->cycle->before_sweep && !mosaic_bit_test(page->mark_bits, mosaic_bit_index(obj));
 }
 
 void

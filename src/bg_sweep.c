@@ -89,8 +89,9 @@ sweeper_main(void *arg)
         uint64_t cpu = mosaic_thread_cpu_ns() - cpu_start;
 
         pthread_mutex_lock(&bg->lock);
-        /* GC.measure_total_time = false stops the time keys, this thread's share included. */
-        if (bg->objspace->measure_time) bg->cpu_ns += cpu;
+        /* GC.measure_total_time = false stops the time keys, this thread's share included.
+         * Atomic: the mutator sets the flag without this lock (api.c). */
+        if (__atomic_load_n(&bg->objspace->measure_time, __ATOMIC_RELAXED)) bg->cpu_ns += cpu;
         bg->swept_pages += swept;
         bg->running = false;
         pthread_cond_broadcast(&bg->cond);

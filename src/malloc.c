@@ -91,13 +91,16 @@ mosaic_malloc_increase(mosaic_objspace_t *objspace, size_t size, bool may_collec
     /* While GC is disabled nothing is flagged: a pending flag would send every allocation to
      * the slow path for nothing. The increase stays counted; the first malloc after
      * GC.enable crosses the limit again. */
-    if ((now > objspace->malloc_limit || mosaic_add_sat(now, objspace->grown_since_gc) > objspace->growth_trigger_bytes) &&
+    /* grown_since_gc atomically: another Ractor may be adding a page under the VM lock (alloc.c). */
+    size_t grown = __atomic_load_n(&objspace->grown_since_gc, __ATOMIC_RELAXED);
+    if ((now > objspace->malloc_limit || mosaic_add_sat(now, grown) > objspace->growth_trigger_bytes) &&
         !objspace->during_gc && !objspace->dont_gc) {
         if (may_collect && can_collect_here(objspace)) {
             mosaic_collect(objspace, MOSAIC_REASON_MALLOC | MOSAIC_REASON_INSIDE_MALLOC);
         }
         else {
-            objspace->malloc_gc_pending = true;
+            /* Any thread, no lock: read by every Ractor's allocation (alloc.c). */
+            __atomic_store_n(&objspace->malloc_gc_pending, true, __ATOMIC_RELAXED);
         }
     }
 }

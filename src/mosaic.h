@@ -685,10 +685,15 @@ mosaic_slot_at(const struct mosaic_page *page, size_t i)
     return (VALUE)(page->start + i * page->slot_size);
 }
 
+/* A relaxed atomic load (the same plain load on x86-64 and arm64): other threads may change
+ * other bits of the word meanwhile (markers age and pin the slots they claimed, the write
+ * barrier remembers objects while the background sweeper clears dead slots' bits), and a
+ * plain read concurrent with their atomic writes is a data race in C11 (and a ThreadSanitizer
+ * report), even though the bit read is not one they change. */
 static inline bool
 mosaic_bit_test(const mosaic_bits_t *bits, size_t i)
 {
-    return (bits[i / 64] >> (i % 64)) & 1;
+    return (__atomic_load_n(&bits[i / 64], __ATOMIC_RELAXED) >> (i % 64)) & 1;
 }
 
 static inline void

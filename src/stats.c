@@ -173,7 +173,9 @@ mosaic_stat(mosaic_objspace_t *objspace, VALUE hash_or_sym)
     FIGURE(total_freed_pages, SUM_HEAPS(total_freed_pages));
     FIGURE(total_allocated_objects, allocated);
     FIGURE(total_freed_objects, freed);
-    FIGURE(malloc_increase_bytes, objspace->malloc_increase);
+    /* Atomic counters: the background sweeper's frees and other threads' mallocs change them
+     * meanwhile (malloc.c). */
+    FIGURE(malloc_increase_bytes, __atomic_load_n(&objspace->malloc_increase, __ATOMIC_RELAXED));
     FIGURE(malloc_increase_bytes_limit, objspace->malloc_limit);
     FIGURE(minor_gc_count, st->minor_gc_count);
     FIGURE(major_gc_count, st->major_gc_count);
@@ -184,7 +186,7 @@ mosaic_stat(mosaic_objspace_t *objspace, VALUE hash_or_sym)
     FIGURE(remembered_wb_unprotected_objects_limit, objspace->old_wb_unprotected_limit);
     FIGURE(old_objects, objspace->old_objects);
     FIGURE(old_objects_limit, objspace->old_objects_limit);
-    FIGURE(oldmalloc_increase_bytes, objspace->oldmalloc_increase);
+    FIGURE(oldmalloc_increase_bytes, __atomic_load_n(&objspace->oldmalloc_increase, __ATOMIC_RELAXED));
     FIGURE(oldmalloc_increase_bytes_limit, objspace->oldmalloc_limit);
 
     /* Mosaic's own figures (documented in docs/DESIGN.md, "Memory"). */

@@ -45,13 +45,15 @@ free_one(mosaic_objspace_t *objspace, VALUE obj, bool hook)
 }
 
 /* bits &= keep, atomically when it changes something: write barriers set remembered and
- * wb-unprotected bits with atomic ORs (generation.c), so a plain read-modify-write here could
- * drop one if a barrier ever ran concurrently with a sweep (every sweep has the world stopped
- * today; this keeps the two protocols compatible). */
+ * wb-unprotected bits with atomic ORs (generation.c), and they run while the background
+ * sweeper sweeps the page (a live old object in the same word as dead ones), so a plain
+ * read-modify-write here could drop one. The read is atomic too: a plain read concurrent
+ * with a barrier's OR is a data race (ThreadSanitizer reported it), though the bits it
+ * decides on, the dead slots', are ones no barrier sets. */
 static inline void
 bits_keep(mosaic_bits_t *word, mosaic_bits_t keep)
 {
-    if (*word & ~keep) __atomic_fetch_and(word, keep, __ATOMIC_RELAXED);
+    if (__atomic_load_n(word, __ATOMIC_RELAXED) & ~keep) __atomic_fetch_and(word, keep, __ATOMIC_RELAXED);
 }
 
 /* bits &= keep for a word only sweeping and marking change: a plain read, and a store only

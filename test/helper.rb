@@ -19,11 +19,21 @@ module MosaicTestHelper
     defined?(GC::OPTS) && GC::OPTS.include?("MOSAIC_CHECK")
   end
 
-  # Whether the library loaded is the sanitized checking build (make ASAN=1; the asan gate's).
-  # ASan's allocator aborts on a request over its 1 TiB maximum instead of returning NULL, and
-  # with allocator_may_return_null=1 it warns on stderr; its GC runs several times slower.
+  # Whether the library loaded is a sanitized checking build (make ASAN=1, the asan gate's, or
+  # make TSAN=1, scripts/tsan-gate.sh's). ASan's allocator aborts on a request over its 1 TiB
+  # maximum instead of returning NULL, and with allocator_may_return_null=1 it warns on stderr
+  # (TSan's has the same maximum); their GC runs several times slower.
   def sanitized_build?
-    defined?(GC::OPTS) && GC::OPTS.include?("MOSAIC_ASAN")
+    defined?(GC::OPTS) && (GC::OPTS.include?("MOSAIC_ASAN") || GC::OPTS.include?("MOSAIC_TSAN"))
+  end
+
+  # Whether the library loaded is the ThreadSanitizer build (make TSAN=1). Its collections run
+  # tens of times slower (a minor GC of 3 ms takes over 16 ms, the pacer's floor for marking in
+  # steps), and every access of its code to memory is recorded in TSan's shadow memory, which a
+  # forked child then writes as its own: pause-driven pacing and a child's private memory are
+  # not the GC's own figures there.
+  def tsan_build?
+    defined?(GC::OPTS) && GC::OPTS.include?("MOSAIC_TSAN")
   end
 
   # Runs `code` in a child Ruby under the same GC and asserts it exits cleanly.

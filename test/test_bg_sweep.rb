@@ -200,6 +200,34 @@ class TestMosaicBackgroundSweep < Test::Unit::TestCase
 
   # A fork while the thread sweeps: it stops first (pthread_atfork), the child has no such
   # thread, and both processes go on sweeping and collecting.
+  # Write barriers on old objects while the thread sweeps their pages: the old arrays share
+  # bitmap words with dead strings, so a barrier sets a remembered bit in a word whose dead
+  # slots' bits the thread clears (sweep.c, bits_keep; both sides atomic). The young strings
+  # written must survive the minor GCs that follow (the remembered set kept them). Under the
+  # ThreadSanitizer build (scripts/tsan-gate.sh) this puts the barrier and the sweeper on one
+  # word at once: the collection is not followed by a heap check there, which would wait for
+  # the thread.
+  def test_write_barriers_on_pages_the_thread_sweeps
+    omit "Mosaic's background sweeper" unless mosaic?
+    assert_gc_script(<<~'RUBY', env: BG, timeout: 300)
+      olds = []
+      100_000.times { |i| olds << []; "g#{i}" }        # arrays, garbage between them
+      4.times { GC.start }                               # the arrays are old
+      rounds(5).times do |round|
+        olds.each { |a| a[0] = nil }                     # not remembered after the next GC
+        ys = []
+        100_000.times { ys << "y#{round}"; "t" }         # young strings and garbage in the holes
+        GC.start(full_mark: false, immediate_sweep: false)
+        # Barriers only, no allocation (which would sweep here) while the thread sweeps.
+        olds.each_with_index { |a, i| a[0] = ys[i] }
+        ys = nil
+        2.times { GC.start(full_mark: false) }
+        olds.each_with_index { |a, i| a[0] == "y#{round}" or raise "round #{round}: array #{i} holds #{a[0].inspect}" }
+      end
+      assert_operator GC.stat(:mosaic_background_swept_pages), :>, 0
+    RUBY
+  end
+
   def test_fork_while_the_background_sweeper_runs
     omit "Mosaic's background sweeper" unless mosaic?
     omit "no fork" unless Process.respond_to?(:fork)

@@ -41,6 +41,7 @@ class TestMosaicProcess < Test::Unit::TestCase
     omit "no fork" unless Process.respond_to?(:fork)
     omit "no /proc/self/smaps_rollup" unless File.readable?("/proc/self/smaps_rollup")
     omit "the stress gate forces GCs in the child" if ENV["MOSAIC_STRESS_MINOR"]
+    omit "ThreadSanitizer's shadow memory: the child's GC writes it as its own" if tsan_build?
   end
 
   def test_fork_then_gc_in_child
