@@ -121,9 +121,12 @@ static void finish_cycle(mosaic_objspace_t *objspace, unsigned int reason, bool 
 bool
 mosaic_collect(mosaic_objspace_t *objspace, unsigned int reason)
 {
-    if (objspace->dont_gc && !(reason & MOSAIC_REASON_METHOD)) return false;
+    /* These guards run before the VM lock: another Ractor may be changing dont_gc
+     * (mosaic_gc_hold) or adding a page (sorted_count, heap.c) under it. Relaxed atomic loads;
+     * a stale answer only decides whether to go for the lock. */
+    if (__atomic_load_n(&objspace->dont_gc, __ATOMIC_RELAXED) && !(reason & MOSAIC_REASON_METHOD)) return false;
     if (!gc_allowed_here()) return false;
-    if (objspace->sorted_count == 0) return false;  /* heap not ready */
+    if (__atomic_load_n(&objspace->sorted_count, __ATOMIC_RELAXED) == 0) return false;  /* heap not ready */
 
     unsigned int lev;
     for (;;) {

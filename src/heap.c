@@ -400,7 +400,8 @@ sorted_add(mosaic_objspace_t *objspace, struct mosaic_page *page)
     memmove(&objspace->sorted_pages[pos + 1], &objspace->sorted_pages[pos],
             (objspace->sorted_count - pos) * sizeof(struct mosaic_page *));
     objspace->sorted_pages[pos] = page;
-    objspace->sorted_count++;
+    /* Atomic: read without the VM lock by mosaic_collect's and malloc's guards (heap ready?). */
+    __atomic_store_n(&objspace->sorted_count, objspace->sorted_count + 1, __ATOMIC_RELAXED);
     page_index_place(objspace->page_index, objspace->page_index_mask, page);
 
     uintptr_t lo = (uintptr_t)page->body, hi = lo + MOSAIC_PAGE_SIZE;
@@ -418,7 +419,7 @@ sorted_remove(mosaic_objspace_t *objspace, struct mosaic_page *page)
     }
     memmove(&objspace->sorted_pages[pos], &objspace->sorted_pages[pos + 1],
             (objspace->sorted_count - pos - 1) * sizeof(struct mosaic_page *));
-    objspace->sorted_count--;
+    __atomic_store_n(&objspace->sorted_count, objspace->sorted_count - 1, __ATOMIC_RELAXED);
     page_index_remove(objspace, page);
     if (objspace->sorted_count) {
         objspace->lomem = (uintptr_t)objspace->sorted_pages[0]->body;

@@ -77,7 +77,9 @@ mosaic_malloc_decrease(mosaic_objspace_t *objspace, size_t size)
 static bool
 can_collect_here(mosaic_objspace_t *objspace)
 {
-    return !objspace->during_gc && !objspace->dont_gc && objspace->sorted_count > 0 &&
+    /* No lock here: dont_gc and sorted_count are changed by other Ractors under the VM lock. */
+    return !objspace->during_gc && !__atomic_load_n(&objspace->dont_gc, __ATOMIC_RELAXED) &&
+        __atomic_load_n(&objspace->sorted_count, __ATOMIC_RELAXED) > 0 &&
         ruby_native_thread_p() && ruby_thread_has_gvl_p();
 }
 
@@ -94,7 +96,7 @@ mosaic_malloc_increase(mosaic_objspace_t *objspace, size_t size, bool may_collec
     /* grown_since_gc atomically: another Ractor may be adding a page under the VM lock (alloc.c). */
     size_t grown = __atomic_load_n(&objspace->grown_since_gc, __ATOMIC_RELAXED);
     if ((now > objspace->malloc_limit || mosaic_add_sat(now, grown) > objspace->growth_trigger_bytes) &&
-        !objspace->during_gc && !objspace->dont_gc) {
+        !objspace->during_gc && !__atomic_load_n(&objspace->dont_gc, __ATOMIC_RELAXED)) {
         if (may_collect && can_collect_here(objspace)) {
             mosaic_collect(objspace, MOSAIC_REASON_MALLOC | MOSAIC_REASON_INSIDE_MALLOC);
         }

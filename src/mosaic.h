@@ -828,14 +828,16 @@ static inline bool
 mosaic_gc_hold(mosaic_objspace_t *objspace)
 {
     bool prev = objspace->dont_gc;
-    objspace->dont_gc = true;
+    /* Atomic: other Ractors read dont_gc without the VM lock this thread holds (the guards of
+     * mosaic_collect and of malloc's collections). */
+    __atomic_store_n(&objspace->dont_gc, true, __ATOMIC_RELAXED);
     return prev;
 }
 
 static inline void
 mosaic_gc_release(mosaic_objspace_t *objspace, bool prev)
 {
-    objspace->dont_gc = prev;
+    __atomic_store_n(&objspace->dont_gc, prev, __ATOMIC_RELAXED);
 }
 
 /* ------------------------------------------------------ module interfaces */
