@@ -158,7 +158,7 @@ variant:
 	@$(call install_as,build/variant-$(NAME)/librubygc.mosaic.so,$(NAME),)
 
 # The README's test command (its stress and differential gates use the checking build too).
-test: install install-check install-asan install-histogram
+test: install install-check install-asan install-tsan install-histogram
 	@scripts/test.sh
 
 demo: install

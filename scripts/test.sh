@@ -19,15 +19,18 @@
 #      parallel, no report;
 #  10. the race gate: Mosaic's suite and the differential tester on the checking build with
 #      four GC threads, the background sweeper on, and every hand-over between them and the
-#      mutator delayed at random (MOSAIC_STRESS_RACES) -- scripts/race-gate.sh.
+#      mutator delayed at random (MOSAIC_STRESS_RACES) -- scripts/race-gate.sh;
+#  11. the ThreadSanitizer gate: the suite's files that run the GC threads beside each other and
+#      the mutator, on the checking build compiled with -fsanitize=thread (make install-tsan:
+#      librubygc.mosaic_tsan.so), no report -- scripts/tsan-gate.sh.
 # Prints one line per gate and a closing "N passed, N failed" line; exits non-zero on failure.
-# MOSAIC_GATES chooses gates (default "unit btest testall-full spec diff compact stress asan races"; "testall" is
+# MOSAIC_GATES chooses gates (default "unit btest testall-full spec diff compact stress asan races tsan"; "testall" is
 # the GC-critical test-all files under default and mosaic, a quicker subset of testall-full);
 # MOSAIC_GCS="default mosaic" the GCs for the unit, btest and testall gates; MOSAIC_COMPACT_GC
 # (mosaic) the library of the compact gate.
 source "$(dirname "$0")/lib.sh"
 set +e
-GATES=${MOSAIC_GATES:-"unit btest testall-full spec diff compact stress asan races"}
+GATES=${MOSAIC_GATES:-"unit btest testall-full spec diff compact stress asan races tsan"}
 GCS=${MOSAIC_GCS:-"default mosaic"}
 LOGS=${MOSAIC_LOG_DIR:-$MOSAIC_ROOT/build/test-logs}
 mkdir -p "$LOGS"
@@ -129,6 +132,9 @@ if [[ " $GATES " == *" stress "* ]]; then
 fi
 if [[ " $GATES " == *" races "* ]]; then
   script_gate races "$MOSAIC_ROOT/scripts/race-gate.sh"
+fi
+if [[ " $GATES " == *" tsan "* ]]; then
+  script_gate tsan "$MOSAIC_ROOT/scripts/tsan-gate.sh"
 fi
 # Only Mosaic's code is instrumented (docs/BUILDING.md): a slot freed too early shows as a wrong
 # value or a [BUG] from the VM, which the other gates catch; this one catches Mosaic's own
