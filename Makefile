@@ -9,7 +9,7 @@
 #                     make install-asan installs it as librubygc.mosaic_asan.so only
 #   make TSAN=1       the checking variant plus -fsanitize=thread (see docs/BUILDING.md);
 #                     make install-tsan installs it as librubygc.mosaic_tsan.so only
-#   make HISTOGRAM=1 lib   the size-histogram variant (src/size_histogram.c) in build/histogram/;
+#   make HISTOGRAM=1 lib   the size-histogram variant (src/introspect/size_histogram.c) in build/histogram/;
 #                     make install-histogram installs it as librubygc.mosaic_hist.so only
 #   make env          print MOSAIC_RUBY=..., MOSAIC_RUBY_SRC=..., MOSAIC_GC_DIR=...
 
@@ -25,7 +25,7 @@ GC_DIR ?= $(MOSAIC_GC_DIR)
 
 # Headers: the Ruby source tree (gc/gc.h, gc/gc_impl.h, ruby/*.h) and its generated config.
 RUBY_ARCH ?= x86_64-linux
-INCLUDES := -I$(MOSAIC_RUBY_SRC) -I$(MOSAIC_RUBY_SRC)/include -I$(MOSAIC_RUBY_SRC)/.ext/include/$(RUBY_ARCH)
+INCLUDES := -Isrc -I$(MOSAIC_RUBY_SRC) -I$(MOSAIC_RUBY_SRC)/include -I$(MOSAIC_RUBY_SRC)/.ext/include/$(RUBY_ARCH)
 
 CC ?= cc
 WARN := -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers -Wno-sign-compare -Werror=implicit-function-declaration
@@ -64,14 +64,14 @@ else
 endif
 
 BUILD := build/$(VARIANT)$(if $(SAN_NAME),-$(SAN_NAME),)
-SRCS := $(wildcard src/*.c)
+SRCS := $(wildcard src/*.c src/*/*.c)
 # Files whose code runs once per collection or per call from Ruby (configuration, reports, heap
 # walks), not on the allocation, marking or sweeping paths: built for size (-Os where the
 # variant says -O3). The library's code is resident in every process (the
 # kernel maps a file's pages around each one touched), so its size is memory: docs/DESIGN.md
 # section 7, "Code size".
 COLD := collect config memory pace verify walk size_histogram
-obj_opt = $(if $(filter $(COLD),$(1)),$(patsubst -O3,-Os,$(OPT)),$(OPT))
+obj_opt = $(if $(filter $(COLD),$(notdir $(1))),$(patsubst -O3,-Os,$(OPT)),$(OPT))
 OBJS := $(patsubst src/%.c,$(BUILD)/%.o,$(SRCS))
 LIB := $(BUILD)/librubygc.mosaic.so
 
@@ -91,10 +91,13 @@ $(FLAGS_STAMP): FORCE
 	@mkdir -p $(BUILD)
 	@[ "$$(cat $@ 2>/dev/null)" = '$(FLAGS_TEXT)' ] || echo '$(FLAGS_TEXT)' > $@
 
-$(BUILD)/%.o: src/%.c src/mosaic.h $(FLAGS_STAMP) | toolchain-ready
-	@mkdir -p $(BUILD)
+# Each object depends on the headers its source includes (-MMD writes them to a .d file).
+$(BUILD)/%.o: src/%.c $(FLAGS_STAMP) | toolchain-ready
+	@mkdir -p $(dir $@)
 	@echo "  CC $<"
-	@$(CC) $(CFLAGS_BASE) $(call obj_opt,$*) $(INCLUDES) -c $< -o $@
+	@$(CC) $(CFLAGS_BASE) $(call obj_opt,$*) $(INCLUDES) -MMD -MP -c $< -o $@
+
+-include $(OBJS:.o=.d)
 
 $(LIB): $(OBJS) $(FLAGS_STAMP)
 	@echo "  LD $@"

@@ -49,7 +49,7 @@ TABLES = {
   "cache-line" => [64, 128, 256, 512, 640],
 }.freeze
 TABLE_ABOUT = {
-  "current" => "40/80/160/320/640 (src/mosaic.h today)",
+  "current" => "40/80/160/320/640 (src/core/mosaic.h today)",
   "fine-8" => "every multiple of 8 from 40 to 640 (the lower bound of waste for 8-byte-aligned slots)",
   "13-class" => "40/48/64/80/96/128/160/192/256/320/384/512/640",
   "cache-line" => "64/128/256/512, plus 640 so that everything that fits today still fits",

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The race gate: the GC threads truly running beside the mutator, with the hand-overs between
-# them stretched at random (MOSAIC_STRESS_RACES, src/stress_races.c), on the checking build
+# them stretched at random (MOSAIC_STRESS_RACES, src/debug/stress_races.c), on the checking build
 # (assertions, heap verification after every GC, the tri-color and re-grey queue checks between
 # incremental steps). Four GC threads, every mark parallel (MOSAIC_PARALLEL_MARK_MIN=0), the
 # background sweeper on. Runs

@@ -1,6 +1,6 @@
 require_relative "helper"
 
-# Compaction (src/compact.c): GC.compact moves live, unpinned objects, each to the size class
+# Compaction (src/collect/compact.c): GC.compact moves live, unpinned objects, each to the size class
 # CRuby asks for (rb_gc_obj_optimal_size: up, down, or its own), and updates every reference;
 # objects keep their contents, ids, finalizers, weak-map entries and hash positions, and keep
 # working in their new slot; pinned objects stay; a fragmented heap ends on fewer pages.

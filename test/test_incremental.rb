@@ -1,6 +1,6 @@
 require_relative "helper"
 
-# Incremental marking (src/collect.c, src/mark.c, DESIGN section 10): a major GC the pacer
+# Incremental marking (src/collect/collect.c, src/collect/mark.c, DESIGN section 10): a major GC the pacer
 # starts marks in steps taken at allocation; between them the program runs and writes into
 # objects the GC has already traced. With MOSAIC_STRESS_INCREMENTAL=N every such major marks
 # in steps of N slots, so the scripts below catch it between steps (GC.latest_gc_info(:state)

@@ -1,6 +1,6 @@
 require_relative "helper"
 
-# The race-provoking mode (src/stress_races.c): MOSAIC_STRESS_RACES=N on the checking build
+# The race-provoking mode (src/debug/stress_races.c): MOSAIC_STRESS_RACES=N on the checking build
 # delays a thread by 0..N us, or yields its core, at the points where the GC threads (markers,
 # the background sweeper) and the mutator hand work over. Programs must run as without it;
 # the race gate (scripts/race-gate.sh) runs the whole suite and the differential tester so.

@@ -2,7 +2,7 @@ require_relative "helper"
 require "json"
 require "tmpdir"
 
-# The size-histogram variant (src/size_histogram.c, `make install-histogram`): its JSON at exit
+# The size-histogram variant (src/introspect/size_histogram.c, `make install-histogram`): its JSON at exit
 # counts what a program really asked for. Runs the variant itself, whatever GC this suite is
 # under; omitted when librubygc.mosaic_hist.so is not installed.
 class TestMosaicSizeHistogram < Test::Unit::TestCase

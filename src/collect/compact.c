@@ -48,7 +48,7 @@
  */
 #include <stdlib.h>
 
-#include "mosaic.h"
+#include "core/mosaic.h"
 
 /* CRuby (variable.c) re-keys an object's generic ivars; exported, not declared in gc/gc.h. */
 void rb_mv_generic_ivar(VALUE src, VALUE dst);

@@ -21,7 +21,7 @@
 #include <sched.h>
 #include <unistd.h>
 
-#include "mosaic.h"
+#include "core/mosaic.h"
 
 unsigned int mosaic_stress_races_us;
 static size_t race_delays;          /* delays and yields injected, all threads (relaxed atomics) */

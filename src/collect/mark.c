@@ -39,7 +39,7 @@
 #include <stdlib.h>
 #include <sys/mman.h>
 
-#include "mosaic.h"
+#include "core/mosaic.h"
 
 /* ========================================================== mark stack */
 

@@ -22,7 +22,7 @@
  */
 #include <stdlib.h>
 
-#include "mosaic.h"
+#include "core/mosaic.h"
 
 /* Frees one dead object. Returns true when its slot is free now (false: it became a zombie,
  * counted by mosaic_zombie_push, and keeps its slot until its finalizer has run). */

@@ -32,7 +32,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "mosaic.h"
+#include "core/mosaic.h"
 
 /* The size-class table. Everything that depends on slot sizes follows it. Each size is a
  * multiple of 8 bytes (a VALUE), from MOSAIC_BASE_SLOT_SIZE to MOSAIC_MAX_SLOT_SIZE, strictly

@@ -22,7 +22,7 @@
  *    wb-unprotected bits (atomically: several Ractors may run write barriers at once).
  *  - A freed slot has all of its bits cleared (sweep.c).
  */
-#include "mosaic.h"
+#include "core/mosaic.h"
 
 void
 mosaic_remember(mosaic_objspace_t *objspace, VALUE obj)

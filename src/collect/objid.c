@@ -14,7 +14,7 @@
  *  - Outside the GC the tables are updated with collections held off (mosaic_gc_hold): a
  *    collection inside st_insert's malloc would edit the same table (sweep, compaction).
  */
-#include "mosaic.h"
+#include "core/mosaic.h"
 
 #define OBJ_ID_INCREMENT (RUBY_IMMEDIATE_MASK + 1)
 #define OBJ_ID_INITIAL   (OBJ_ID_INCREMENT)

@@ -16,7 +16,7 @@
  */
 #include <stdlib.h>
 
-#include "mosaic.h"
+#include "core/mosaic.h"
 
 static void finalize_deferred_job(void *data);
 

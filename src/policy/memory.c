@@ -39,7 +39,7 @@
 #include <stdio.h>
 #include <unistd.h>
 
-#include "mosaic.h"
+#include "core/mosaic.h"
 
 /* malloc_trim after a major GC needs the RSS beyond what Mosaic counts to have grown by this
  * much since the latest trim (trim_malloc). */

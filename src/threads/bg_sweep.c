@@ -37,7 +37,7 @@
 #include <sched.h>
 #include <stdlib.h>
 
-#include "mosaic.h"
+#include "core/mosaic.h"
 
 struct mosaic_bg_sweep {
     pthread_mutex_t lock;

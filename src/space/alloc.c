@@ -18,7 +18,7 @@
  */
 #include <stdlib.h>
 
-#include "mosaic.h"
+#include "core/mosaic.h"
 
 /* =============================================================== caches */
 

@@ -24,7 +24,7 @@
  */
 #include <stdlib.h>
 
-#include "mosaic.h"
+#include "core/mosaic.h"
 
 #define TOMBSTONE ((VALUE *)1)
 

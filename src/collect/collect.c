@@ -39,7 +39,7 @@
  *    never a silent corruption.
  *  - No allocation happens while during_gc (alloc.c reports it).
  */
-#include "mosaic.h"
+#include "core/mosaic.h"
 
 void
 mosaic_gc_enter(mosaic_objspace_t *objspace, unsigned int *lock_lev, bool barrier)

@@ -41,7 +41,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "mosaic.h"
+#include "core/mosaic.h"
 
 struct verify_ctx {
     mosaic_objspace_t *objspace;

@@ -30,7 +30,7 @@
 #include <errno.h>
 #include <malloc.h>
 
-#include "mosaic.h"
+#include "core/mosaic.h"
 
 int ruby_thread_has_gvl_p(void);
 

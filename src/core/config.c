@@ -79,7 +79,7 @@
 
 #include <unistd.h>
 
-#include "mosaic.h"
+#include "core/mosaic.h"
 
 /* Benchmark variants may build with other thread defaults (DESIGN section 11, "Measured
  * against the mutator"): -DMOSAIC_GC_THREADS_DEFAULT=1, -DMOSAIC_BACKGROUND_SWEEP_DEFAULT=0. */

@@ -15,7 +15,7 @@
  */
 #include <stdlib.h>
 
-#include "mosaic.h"
+#include "core/mosaic.h"
 
 /* Every Symbol these answers use, interned once at boot (mosaic_stats_init). Why: gc_tracer
  * and other tools call GC.stat and GC.latest_gc_info from GC event hooks, inside a collection,

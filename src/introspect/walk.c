@@ -16,7 +16,7 @@
  */
 #include <stdlib.h>
 
-#include "mosaic.h"
+#include "core/mosaic.h"
 
 struct walk {
     mosaic_objspace_t *objspace;

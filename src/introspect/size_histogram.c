@@ -23,7 +23,7 @@
  * Invariants: counters are updated with relaxed atomic adds (several Ractors may allocate at
  * once); nothing here allocates a Ruby object.
  */
-#include "mosaic.h"
+#include "core/mosaic.h"
 
 #if MOSAIC_SIZE_HISTOGRAM
 

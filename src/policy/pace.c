@@ -105,7 +105,7 @@
  */
 #include <stdio.h>
 
-#include "mosaic.h"
+#include "core/mosaic.h"
 
 /* Near the soft limit the malloc limit is half the headroom, but never below this: a smaller
  * one would collect for every few mallocs (the GC time cap would then set the limit aside). */

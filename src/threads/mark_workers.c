@@ -46,7 +46,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "mosaic.h"
+#include "core/mosaic.h"
 
 struct mosaic_mark_worker {
     struct mosaic_mark_workers *workers;
