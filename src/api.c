@@ -45,12 +45,12 @@ rb_gc_impl_objspace_free(void *objspace_ptr)
     mosaic_bg_sweep_free(objspace);
     mosaic_heap_free_all(objspace);
     mosaic_mark_workers_stop(objspace);
-    mosaic_mark_stack_free(&objspace->main_marker.stack);
-    mosaic_ptr_vec_free(&objspace->weak_refs);
-    mosaic_weak_index_reset(&objspace->weak_index);
-    if (objspace->finalizer_table) st_free_table(objspace->finalizer_table);
-    st_free_table(objspace->obj_to_id);
-    st_free_table(objspace->id_to_obj);
+    mosaic_mark_stack_free(&objspace->mark.main_marker.stack);
+    mosaic_ptr_vec_free(&objspace->mark.weak_refs);
+    mosaic_weak_index_reset(&objspace->mark.weak_index);
+    if (objspace->finalize.table) st_free_table(objspace->finalize.table);
+    st_free_table(objspace->objid.obj_to_id);
+    st_free_table(objspace->objid.id_to_obj);
     free(objspace->stats.records);
     free(objspace);
 }
@@ -136,8 +136,8 @@ rb_gc_impl_shutdown_free_objects(void *objspace_ptr)
 {
     mosaic_objspace_t *objspace = objspace_ptr;
     mosaic_bg_sweep_free(objspace);
-    for (size_t p = 0; p < objspace->sorted_count; p++) {
-        struct mosaic_page *page = objspace->sorted_pages[p];
+    for (size_t p = 0; p < objspace->pages.sorted_count; p++) {
+        struct mosaic_page *page = objspace->pages.sorted[p];
         for (size_t i = 0; i < page->total_slots; i++) {
             VALUE obj = (VALUE)(page->start + i * page->slot_size);
             if (RB_BUILTIN_TYPE(obj) != T_NONE && RB_BUILTIN_TYPE(obj) != T_ZOMBIE) {
@@ -188,7 +188,7 @@ rb_gc_impl_prepare_heap(void *objspace_ptr)
     /* Warmup gives memory back but does not change how far the heap may grow without a
      * collection: the budgets its full GC resets are restored (pace.c sets them afresh at
      * every GC), and released pages are credited to them (heap.c). */
-    size_t own[MOSAIC_HEAP_MAX], shared = objspace->allocatable_bytes;
+    size_t own[MOSAIC_HEAP_MAX], shared = objspace->pace.allocatable_bytes;
     for (int i = 0; i < MOSAIC_HEAP_COUNT; i++) own[i] = objspace->heaps[i].allocatable_slots;
     /* Compacting too (as the default GC's warmup does): the forked children share fewer,
      * fuller pages. */
@@ -196,7 +196,7 @@ rb_gc_impl_prepare_heap(void *objspace_ptr)
     for (int i = 0; i < MOSAIC_HEAP_COUNT; i++) {
         if (objspace->heaps[i].allocatable_slots < own[i]) objspace->heaps[i].allocatable_slots = own[i];
     }
-    if (objspace->allocatable_bytes < shared) objspace->allocatable_bytes = shared;
+    if (objspace->pace.allocatable_bytes < shared) objspace->pace.allocatable_bytes = shared;
     mosaic_each_object(objspace, prepare_heap_i, NULL);
 
     /* Process.warmup: what survived is long-lived: make it old, so the forked children's

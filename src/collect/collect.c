@@ -105,10 +105,10 @@ verify_due(mosaic_objspace_t *objspace)
     if (!(MOSAIC_CHECK || objspace->params.verify_after_gc)) return false;
 #endif
     size_t allocated = mosaic_total_allocated(objspace);
-    if (objspace->gc_stress && allocated - objspace->stress_verified_at < mosaic_live_slots(objspace) / 4) {
+    if (objspace->gc_stress && allocated - objspace->checks.stress_verified_at < mosaic_live_slots(objspace) / 4) {
         return false;
     }
-    objspace->stress_verified_at = allocated;
+    objspace->checks.stress_verified_at = allocated;
     return true;
 }
 
@@ -126,11 +126,11 @@ mosaic_collect(mosaic_objspace_t *objspace, unsigned int reason)
      * a stale answer only decides whether to go for the lock. */
     if (__atomic_load_n(&objspace->dont_gc, __ATOMIC_RELAXED) && !(reason & MOSAIC_REASON_METHOD)) return false;
     if (!gc_allowed_here()) return false;
-    if (__atomic_load_n(&objspace->sorted_count, __ATOMIC_RELAXED) == 0) return false;  /* heap not ready */
+    if (__atomic_load_n(&objspace->pages.sorted_count, __ATOMIC_RELAXED) == 0) return false;  /* heap not ready */
 
     unsigned int lev;
     for (;;) {
-        if (objspace->incremental_marking) {
+        if (objspace->incremental.marking) {
             /* A major GC marks in steps: it ends now. What a minor GC, the pacer or the malloc
              * limit asked for is done by it; GC.start and compaction then run their own. */
             objspace->stats.incremental_forced_finishes++;
@@ -144,7 +144,7 @@ mosaic_collect(mosaic_objspace_t *objspace, unsigned int reason)
          * would set up a new mark under it (a minor's mark bits = old bits), and its final
          * pause would then take old objects for traced and free their young children
          * (test_a_collection_does_not_run_over_a_mark_another_ractor_started). */
-        if (!objspace->incremental_marking) break;
+        if (!objspace->incremental.marking) break;
         mosaic_gc_exit(objspace, &lev);
     }
 
@@ -169,8 +169,8 @@ mosaic_collect(mosaic_objspace_t *objspace, unsigned int reason)
      * (unless its mode has bit 0, as in the default GC). rgengc_allow_full_mark: false turns
      * all of them into minors, except GC.start. Without generations every GC is major. */
     bool full = (reason & MOSAIC_REASON_FULL_MARK) != 0;
-    if (objspace->need_major) {
-        reason |= objspace->need_major;
+    if (objspace->gen.need_major) {
+        reason |= objspace->gen.need_major;
         full = true;
     }
     if (objspace->gc_stress) {
@@ -192,12 +192,12 @@ mosaic_collect(mosaic_objspace_t *objspace, unsigned int reason)
     bool auto_ok = may_compact && !(reason & MOSAIC_REASON_INSIDE_MALLOC);
     int policy = objspace->params.auto_compact_policy;
     bool asked = (reason & MOSAIC_REASON_COMPACT) != 0;
-    bool compact = may_compact && (asked || (auto_ok && (objspace->auto_compact || policy == MOSAIC_AUTO_COMPACT_ALWAYS)));
+    bool compact = may_compact && (asked || (auto_ok && (objspace->compact.auto_compact || policy == MOSAIC_AUTO_COMPACT_ALWAYS)));
     if (compact) {
         /* Compaction sweeps at once; latest_gc_info(:immediate_sweep) still says what the cycle
          * was asked, as the default GC does under GC.auto_compact (test_start_immediate_sweep). */
-        objspace->compact_trigger = asked ? MOSAIC_COMPACT_BY_METHOD
-            : objspace->auto_compact ? MOSAIC_COMPACT_BY_AUTO_COMPACT : MOSAIC_COMPACT_BY_ALWAYS;
+        objspace->compact.trigger = asked ? MOSAIC_COMPACT_BY_METHOD
+            : objspace->compact.auto_compact ? MOSAIC_COMPACT_BY_AUTO_COMPACT : MOSAIC_COMPACT_BY_ALWAYS;
     }
     /* Otherwise the fragmentation policy decides after the mark, from the mark bits. */
     bool by_fragmentation = !compact && auto_ok && policy == MOSAIC_AUTO_COMPACT_FRAGMENTATION &&
@@ -210,27 +210,27 @@ mosaic_collect(mosaic_objspace_t *objspace, unsigned int reason)
             reason |= (reason & (MOSAIC_REASON_NEWOBJ | MOSAIC_REASON_MALLOC))
                 ? MOSAIC_REASON_MAJOR_NOFREE : MOSAIC_REASON_MAJOR_FORCE;
         }
-        objspace->need_major = 0;
+        objspace->gen.need_major = 0;
     }
     else {
         reason &= ~(MOSAIC_REASON_FULL_MARK | MOSAIC_REASON_MAJOR_MASK);
     }
     reason |= MOSAIC_REASON_IMMEDIATE_MARK;
-    if (objspace->finalizer_table && objspace->finalizer_table->num_entries) {
+    if (objspace->finalize.table && objspace->finalize.table->num_entries) {
         reason |= MOSAIC_REASON_HAVE_FINALIZE;
     }
 
     objspace->stats.count++;
     if (full) {
         objspace->stats.major_gc_count++;
-        objspace->last_major_count = objspace->stats.count;
+        objspace->gen.last_major_count = objspace->stats.count;
     }
     else {
         objspace->stats.minor_gc_count++;
     }
     objspace->full_mark = full;
     objspace->stats.latest_reason = reason;
-    objspace->malloc_bytes_at_gc = __atomic_load_n(&objspace->malloc_bytes, __ATOMIC_RELAXED);
+    objspace->malloc.bytes_at_gc = __atomic_load_n(&objspace->malloc.bytes, __ATOMIC_RELAXED);
     objspace->heap_bytes_at_gc = 0;
     for (int i = 0; i < MOSAIC_HEAP_COUNT; i++) {
         struct mosaic_heap *heap = &objspace->heaps[i];
@@ -245,24 +245,24 @@ mosaic_collect(mosaic_objspace_t *objspace, unsigned int reason)
     /* 4. Mark: at once, or (a major GC the pacer started) its start pause only. */
     if (full && !compact && incremental_p(objspace, reason)) {
         uint64_t t = measure ? mosaic_now_ns() : 0;
-        objspace->incremental_reason = reason & ~MOSAIC_REASON_IMMEDIATE_MARK;
-        objspace->stats.latest_reason = objspace->incremental_reason;
+        objspace->incremental.reason = reason & ~MOSAIC_REASON_IMMEDIATE_MARK;
+        objspace->stats.latest_reason = objspace->incremental.reason;
         mosaic_heap_release_reserves(objspace);
         mosaic_mark_incremental_start(objspace);
         set_mark_pace(objspace);
         objspace->stats.incremental_marks++;
-        objspace->incremental_steps_at_start = objspace->stats.incremental_steps;
-        objspace->marked_in_steps = true;
+        objspace->incremental.steps_at_start = objspace->stats.incremental_steps;
+        objspace->incremental.marked_in_steps = true;
         if (measure) objspace->stats.marking_time_ns += mosaic_now_ns() - t;
         mosaic_gc_exit(objspace, &lev);
         return true;
     }
     uint64_t mark_start = mosaic_now_ns();
-    objspace->marked_in_steps = false;
+    objspace->incremental.marked_in_steps = false;
     mosaic_mark_phase(objspace, full);
     uint64_t mark_ns = mosaic_now_ns() - mark_start;
     if (measure) objspace->stats.marking_time_ns += mark_ns;
-    objspace->latest_mark_ns = mark_ns;
+    objspace->mark.latest_ns = mark_ns;
     mark_cost_observe(objspace, full, mark_ns);
     rb_gc_event_hook(0, RUBY_INTERNAL_EVENT_GC_END_MARK);
     objspace->gc_state = MOSAIC_STATE_SWEEPING;
@@ -272,7 +272,7 @@ mosaic_collect(mosaic_objspace_t *objspace, unsigned int reason)
     if (by_fragmentation) {
         if (mosaic_compact_select(objspace)) {
             compact = true;
-            objspace->compact_trigger = MOSAIC_COMPACT_BY_FRAGMENTATION;
+            objspace->compact.trigger = MOSAIC_COMPACT_BY_FRAGMENTATION;
         }
     }
 
@@ -315,8 +315,8 @@ finish_cycle(mosaic_objspace_t *objspace, unsigned int reason, bool compact, uin
     /* The lazy sweep left: the background sweeper takes pages ahead of it (bg_sweep.c). */
     if (objspace->lazy_sweeping && objspace->heap_walk_depth == 0) mosaic_bg_sweep_start(objspace);
 
-    if (objspace->zombies && !ruby_free_at_exit_p()) {
-        rb_postponed_job_trigger(objspace->finalize_job);
+    if (objspace->finalize.zombies && !ruby_free_at_exit_p()) {
+        rb_postponed_job_trigger(objspace->finalize.job);
     }
 
     if (verify) {
@@ -341,13 +341,13 @@ mark_cost_observe(mosaic_objspace_t *objspace, bool full, uint64_t mark_ns)
     size_t traced = mosaic_expected_traced(objspace, full);   /* this mark's count, just stored */
     if (traced >= MARK_COST_MIN_SLOTS) {
         double rate = (double)mark_ns / (double)traced;
-        double avg = objspace->mark_ns_per_slot;
-        objspace->mark_ns_per_slot = avg > 0 ? (avg * 3 + rate) / 4 : rate;
+        double avg = objspace->mark.ns_per_slot;
+        objspace->mark.ns_per_slot = avg > 0 ? (avg * 3 + rate) / 4 : rate;
     }
     /* Decays at every mark done at once, so that one slow minor long ago does not keep every
      * major at once where nearly every GC is a major (an old-object limit factor below 1). */
-    uint64_t decayed = objspace->minor_mark_peak_ns - objspace->minor_mark_peak_ns / 8;
-    objspace->minor_mark_peak_ns = !full && mark_ns > decayed ? mark_ns : decayed;
+    uint64_t decayed = objspace->mark.minor_peak_ns - objspace->mark.minor_peak_ns / 8;
+    objspace->mark.minor_peak_ns = !full && mark_ns > decayed ? mark_ns : decayed;
 }
 
 /* The slots the coming major will trace, L in set_mark_pace: the latest major's count, or the
@@ -356,7 +356,7 @@ static double
 major_slots_to_trace(mosaic_objspace_t *objspace)
 {
     double live = (double)mosaic_expected_traced(objspace, true);
-    return (double)objspace->old_objects > live ? (double)objspace->old_objects : live;
+    return (double)objspace->gen.old_objects > live ? (double)objspace->gen.old_objects : live;
 }
 
 /* Whether marking a major at once would not be a pause that stands out: the program's minor
@@ -375,9 +375,9 @@ static bool
 mark_at_once_is_short(mosaic_objspace_t *objspace)
 {
     double ratio = objspace->params.incremental_ratio;
-    if (ratio <= 0 || objspace->mark_ns_per_slot <= 0) return false;
-    if ((double)objspace->minor_mark_peak_ns < objspace->params.incremental_long_minor_ms * 1e6) return false;
-    return major_slots_to_trace(objspace) * objspace->mark_ns_per_slot <= ratio * (double)objspace->minor_mark_peak_ns;
+    if (ratio <= 0 || objspace->mark.ns_per_slot <= 0) return false;
+    if ((double)objspace->mark.minor_peak_ns < objspace->params.incremental_long_minor_ms * 1e6) return false;
+    return major_slots_to_trace(objspace) * objspace->mark.ns_per_slot <= ratio * (double)objspace->mark.minor_peak_ns;
 }
 
 /* Which major GCs mark in steps: those the pacer starts (a refill found no room, or the malloc
@@ -407,7 +407,7 @@ mosaic_incremental_wanted(mosaic_objspace_t *objspace)
 {
     /* With full marks disabled a need_major stays set (its collections are minors): no major
      * comes to use held-back pages. */
-    return objspace->need_major && objspace->params.allow_full_mark && !objspace->incremental_marking &&
+    return objspace->gen.need_major && objspace->params.allow_full_mark && !objspace->incremental.marking &&
         incremental_p(objspace, MOSAIC_REASON_NEWOBJ);
 }
 
@@ -441,9 +441,9 @@ set_mark_pace(mosaic_objspace_t *objspace)
         size_t total = heap->page_count * heap->slots_per_page;
         free += (double)(total > heap->used_slots_at_gc ? total - heap->used_slots_at_gc : 0);
     }
-    objspace->mark_per_slot = free >= 1 ? 2.0 * live / free : live;
-    objspace->mark_live_estimate = live;
-    objspace->mark_catch_ups = 0;
+    objspace->incremental.mark_per_slot = free >= 1 ? 2.0 * live / free : live;
+    objspace->incremental.live_estimate = live;
+    objspace->incremental.catch_ups = 0;
     for (int i = 0; i < MOSAIC_HEAP_COUNT; i++) objspace->heaps[i].catch_up_slots = 0;
 }
 
@@ -453,9 +453,9 @@ static void incremental_step_of(mosaic_objspace_t *objspace, size_t budget);
 void
 mosaic_incremental_step(mosaic_objspace_t *objspace, size_t slots_taken)
 {
-    if (!objspace->incremental_marking || objspace->dont_gc || objspace->during_gc) return;
+    if (!objspace->incremental.marking || objspace->dont_gc || objspace->during_gc) return;
     if (!gc_allowed_here()) return;
-    size_t budget = (size_t)(objspace->mark_per_slot * (double)slots_taken);
+    size_t budget = (size_t)(objspace->incremental.mark_per_slot * (double)slots_taken);
     if (budget < objspace->params.mark_step_min) budget = objspace->params.mark_step_min;
     if (objspace->params.stress_incremental) budget = objspace->params.stress_incremental;
     incremental_step_of(objspace, budget);
@@ -476,12 +476,12 @@ mosaic_incremental_step(mosaic_objspace_t *objspace, size_t slots_taken)
 bool
 mosaic_incremental_catch_up(mosaic_objspace_t *objspace)
 {
-    if (!objspace->incremental_marking || objspace->dont_gc || objspace->during_gc) return false;
+    if (!objspace->incremental.marking || objspace->dont_gc || objspace->during_gc) return false;
     if (!gc_allowed_here() || objspace->params.stress_incremental) return false;
-    if (objspace->mark_catch_ups >= MOSAIC_MARK_CATCH_UPS) return false;
-    objspace->mark_catch_ups++;
+    if (objspace->incremental.catch_ups >= MOSAIC_MARK_CATCH_UPS) return false;
+    objspace->incremental.catch_ups++;
     objspace->stats.incremental_catch_up_steps++;
-    size_t budget = (size_t)(objspace->mark_live_estimate / MOSAIC_MARK_CATCH_UP_DIV);
+    size_t budget = (size_t)(objspace->incremental.live_estimate / MOSAIC_MARK_CATCH_UP_DIV);
     if (budget < objspace->params.mark_step_min) budget = objspace->params.mark_step_min;
     incremental_step_of(objspace, budget);
     return true;
@@ -506,8 +506,8 @@ incremental_step_of(mosaic_objspace_t *objspace, size_t budget)
      * check under GC.stress): each check walks the heap. MOSAIC_VERIFY_STEPS=1: every step. */
     size_t allocated = mosaic_total_allocated(objspace);
     if ((objspace->params.verify_every_step ||
-         allocated - objspace->tricolor_checked_at >= mosaic_live_slots(objspace) / 4) &&
-        (objspace->tricolor_checked_at = allocated, mosaic_verify_tricolor(objspace))) {
+         allocated - objspace->checks.tricolor_checked_at >= mosaic_live_slots(objspace) / 4) &&
+        (objspace->checks.tricolor_checked_at = allocated, mosaic_verify_tricolor(objspace))) {
         rb_bug("Mosaic: the tri-color invariant does not hold between incremental steps (see above)");
     }
 #endif
@@ -520,13 +520,13 @@ incremental_step_of(mosaic_objspace_t *objspace, size_t budget)
 void
 mosaic_incremental_finish(mosaic_objspace_t *objspace)
 {
-    if (!objspace->incremental_marking || objspace->during_gc || !gc_allowed_here()) return;
+    if (!objspace->incremental.marking || objspace->during_gc || !gc_allowed_here()) return;
     mosaic_race_point();   /* another Ractor may finish the mark before this one locks */
     unsigned int lev;
     mosaic_gc_enter(objspace, &lev, true);
     /* Read again under the lock: another Ractor's collection may have finished the mark
      * since the test above; finishing it twice would sweep what was allocated since. */
-    if (!objspace->incremental_marking) {
+    if (!objspace->incremental.marking) {
         mosaic_gc_exit(objspace, &lev);
         return;
     }
@@ -541,7 +541,7 @@ mosaic_incremental_finish(mosaic_objspace_t *objspace)
     if (objspace->measure_time) objspace->stats.marking_time_ns += mosaic_now_ns() - start_ns;
     rb_gc_event_hook(0, RUBY_INTERNAL_EVENT_GC_END_MARK);
     objspace->gc_state = MOSAIC_STATE_SWEEPING;
-    finish_cycle(objspace, objspace->incremental_reason, false, start_ns, &lev);
+    finish_cycle(objspace, objspace->incremental.reason, false, start_ns, &lev);
 }
 
 /* Finishes any work of the current cycle (an incremental mark, the lazy sweep). */

@@ -70,7 +70,7 @@ VALUE
 mosaic_location(mosaic_objspace_t *objspace, VALUE obj)
 {
     if (RB_SPECIAL_CONST_P(obj) || RB_BUILTIN_TYPE(obj) != T_MOVED) return obj;
-    MOSAIC_ASSERT(objspace->compacting);
+    MOSAIC_ASSERT(objspace->compact.compacting);
     return ((struct mosaic_moved *)obj)->destination;
 }
 
@@ -224,7 +224,7 @@ plan_measure(mosaic_objspace_t *objspace, struct class_plan *plan, int h)
 {
     struct mosaic_heap *heap = &objspace->heaps[h];
     memset(plan, 0, sizeof(*plan));
-    if (!(objspace->compact_classes & (1u << h))) return;   /* not chosen by the policy */
+    if (!(objspace->compact.classes & (1u << h))) return;   /* not chosen by the policy */
     if (heap->page_count == 0 || !(plan->order = malloc(heap->page_count * sizeof(*plan->order)))) return;
     plan->n = heap->page_count;
     for (size_t j = 0; j < plan->n; j++) {
@@ -238,7 +238,7 @@ plan_measure(mosaic_objspace_t *objspace, struct class_plan *plan, int h)
                 fill.fixed = true;
                 continue;
             }
-            objspace->compact_considered[RB_BUILTIN_TYPE(obj)]++;
+            objspace->compact.considered[RB_BUILTIN_TYPE(obj)]++;
             uint32_t shape;
             int to = move_class(h, obj, &shape);
             if (to == h) {
@@ -253,7 +253,7 @@ plan_measure(mosaic_objspace_t *objspace, struct class_plan *plan, int h)
         plan->order[j] = fill;
     }
     qsort(plan->order, plan->n, sizeof(*plan->order),
-          objspace->compact_toward_empty ? order_toward_empty : order_compact);
+          objspace->compact.toward_empty ? order_toward_empty : order_compact);
 }
 
 /* How many objects each class may send to each other: a class takes from the others as many as
@@ -354,12 +354,12 @@ move_page(mosaic_objspace_t *objspace, struct class_plan *plans, int h, struct m
         if (shape) rb_gc_set_shape(dest, shape);
         (*budget)--;
 
-        objspace->compact_moved[type]++;
+        objspace->compact.moved[type]++;
         plans[h].touched = plans[to].touched = true;
         if (to != h) {
             struct mosaic_heap *from = &objspace->heaps[h], *into = &objspace->heaps[to];
-            if (into->slot_size > from->slot_size) objspace->compact_moved_up[type]++;
-            else objspace->compact_moved_down[type]++;
+            if (into->slot_size > from->slot_size) objspace->compact.moved_up[type]++;
+            else objspace->compact.moved_down[type]++;
             from->moved_out_objects++;
             into->moved_in_objects++;
             /* It was marked by this cycle, and is counted where it lives now. */
@@ -407,7 +407,7 @@ expand_heaps(mosaic_objspace_t *objspace)
 static void
 update_references(mosaic_objspace_t *objspace)
 {
-    objspace->updating_references = true;
+    objspace->compact.updating_references = true;
     for (int h = 0; h < MOSAIC_HEAP_COUNT; h++) {
         struct mosaic_heap *heap = &objspace->heaps[h];
         for (size_t j = 0; j < heap->page_count; j++) {
@@ -428,7 +428,7 @@ update_references(mosaic_objspace_t *objspace)
         }
     }
     rb_gc_update_vm_references(objspace);
-    objspace->updating_references = false;
+    objspace->compact.updating_references = false;
 }
 
 /* Every forwarding slot of the class becomes free (no rb_gc_obj_free: its object lives at the
@@ -513,9 +513,9 @@ measure_classes(mosaic_objspace_t *objspace)
             size_t keep_pages = (keep + heap->slots_per_page - 1) / heap->slots_per_page;
             if (keep_pages > needed) needed = keep_pages;
         }
-        objspace->compact_freeable[h] = occupied > needed ? occupied - needed : 0;
-        objspace->compact_occupancy[h] = occupied ? (double)used / ((double)occupied * (double)heap->slots_per_page) : 1.0;
-        objspace->compact_freed[h] = 0;
+        objspace->compact.freeable[h] = occupied > needed ? occupied - needed : 0;
+        objspace->compact.occupancy[h] = occupied ? (double)used / ((double)occupied * (double)heap->slots_per_page) : 1.0;
+        objspace->compact.freed[h] = 0;
     }
 }
 
@@ -532,20 +532,20 @@ mosaic_compact_select(mosaic_objspace_t *objspace)
     measure_classes(objspace);
     unsigned int classes = 0;
     for (int h = 0; h < MOSAIC_HEAP_COUNT; h++) {
-        if (objspace->compact_skip[h] > 0) {
-            objspace->compact_skip[h]--;
+        if (objspace->compact.skip[h] > 0) {
+            objspace->compact.skip[h]--;
             continue;
         }
-        if (objspace->compact_freeable[h] >= MOSAIC_COMPACT_MIN_FREEABLE &&
-            objspace->compact_occupancy[h] <= objspace->params.compact_occupancy) {
+        if (objspace->compact.freeable[h] >= MOSAIC_COMPACT_MIN_FREEABLE &&
+            objspace->compact.occupancy[h] <= objspace->params.compact_occupancy) {
             classes |= 1u << h;
         }
     }
     if (!classes) return false;
-    double move_ns = objspace->compact_move_ns > 0 ? objspace->compact_move_ns : MOSAIC_COMPACT_MOVE_NS_GUESS;
-    double budget = objspace->params.compact_pause_fraction * (double)objspace->latest_mark_ns / move_ns;
-    objspace->compact_classes = classes;
-    objspace->compact_budget = budget < MOSAIC_COMPACT_MIN_MOVES ? MOSAIC_COMPACT_MIN_MOVES
+    double move_ns = objspace->compact.move_ns > 0 ? objspace->compact.move_ns : MOSAIC_COMPACT_MOVE_NS_GUESS;
+    double budget = objspace->params.compact_pause_fraction * (double)objspace->mark.latest_ns / move_ns;
+    objspace->compact.classes = classes;
+    objspace->compact.budget = budget < MOSAIC_COMPACT_MIN_MOVES ? MOSAIC_COMPACT_MIN_MOVES
         : budget >= (double)MOSAIC_SIZE_MAX ? MOSAIC_SIZE_MAX : (size_t)budget;
     return true;
 }
@@ -582,7 +582,7 @@ empty_pages_bounded(mosaic_objspace_t *objspace, struct class_plan *plans, size_
     }
     qsort(order, n, sizeof(*order), order_sparsest);
     size_t left[MOSAIC_HEAP_MAX];   /* pages each class may still empty: what it measured */
-    for (int h = 0; h < MOSAIC_HEAP_COUNT; h++) left[h] = objspace->compact_freeable[h];
+    for (int h = 0; h < MOSAIC_HEAP_COUNT; h++) left[h] = objspace->compact.freeable[h];
     for (size_t i = 0; i < n && *budget > 0; i++) {
         if (left[order[i].h] == 0) continue;
         left[order[i].h]--;
@@ -618,23 +618,23 @@ mosaic_compact(mosaic_objspace_t *objspace)
      * an incremental major among them (sweep.c), and rebuilds every queue at its end. */
     mosaic_heap_drop_reserves(objspace);
 
-    bool bounded = objspace->compact_trigger == MOSAIC_COMPACT_BY_FRAGMENTATION;
+    bool bounded = objspace->compact.trigger == MOSAIC_COMPACT_BY_FRAGMENTATION;
     if (!bounded) {
         measure_classes(objspace);   /* for GC.latest_compact_info */
-        objspace->compact_classes = (1u << MOSAIC_HEAP_COUNT) - 1;
-        objspace->compact_budget = SIZE_MAX;
+        objspace->compact.classes = (1u << MOSAIC_HEAP_COUNT) - 1;
+        objspace->compact.budget = SIZE_MAX;
     }
     else {
         objspace->stats.fragmentation_compact_count++;
     }
-    memset(objspace->compact_considered, 0, sizeof(objspace->compact_considered));
-    memset(objspace->compact_moved, 0, sizeof(objspace->compact_moved));
-    memset(objspace->compact_moved_up, 0, sizeof(objspace->compact_moved_up));
-    memset(objspace->compact_moved_down, 0, sizeof(objspace->compact_moved_down));
+    memset(objspace->compact.considered, 0, sizeof(objspace->compact.considered));
+    memset(objspace->compact.moved, 0, sizeof(objspace->compact.moved));
+    memset(objspace->compact.moved_up, 0, sizeof(objspace->compact.moved_up));
+    memset(objspace->compact.moved_down, 0, sizeof(objspace->compact.moved_down));
     objspace->stats.compact_count++;
-    objspace->compacting = true;
+    objspace->compact.compacting = true;
 
-    if (objspace->compact_expand) expand_heaps(objspace);
+    if (objspace->compact.expand) expand_heaps(objspace);
     size_t pages_before[MOSAIC_HEAP_MAX];
     for (int h = 0; h < MOSAIC_HEAP_COUNT; h++) pages_before[h] = objspace->heaps[h].page_count;
     struct class_plan plans[MOSAIC_HEAP_MAX];
@@ -642,7 +642,7 @@ mosaic_compact(mosaic_objspace_t *objspace)
     plan_quotas(plans);
     for (int h = 0; h < MOSAIC_HEAP_COUNT; h++) plan_keep(&plans[h]);
 
-    size_t budget = objspace->compact_budget;
+    size_t budget = objspace->compact.budget;
     uint64_t move_start = mosaic_now_ns();
     if (bounded) {
         empty_pages_bounded(objspace, plans, &budget);
@@ -664,42 +664,42 @@ mosaic_compact(mosaic_objspace_t *objspace)
         if (meet[h]) move_page(objspace, plans, h, plans[h].order[plans[h].keep].page, true, &budget);
     }
     size_t total = 0;
-    for (int t = 0; t <= RUBY_T_MASK; t++) total += objspace->compact_moved[t];
+    for (int t = 0; t <= RUBY_T_MASK; t++) total += objspace->compact.moved[t];
     /* The measured cost of one move (moving average), from compactions that moved enough for
      * the clock to resolve it. */
     if (total >= 256) {
         double ns = (double)(mosaic_now_ns() - move_start) / (double)total;
-        objspace->compact_move_ns = objspace->compact_move_ns > 0 ? 0.75 * objspace->compact_move_ns + 0.25 * ns : ns;
+        objspace->compact.move_ns = objspace->compact.move_ns > 0 ? 0.75 * objspace->compact.move_ns + 0.25 * ns : ns;
     }
 
-    objspace->compact_update_ns = 0;
+    objspace->compact.update_ns = 0;
     if (total > 0) {
         uint64_t t = mosaic_now_ns();
         update_references(objspace);
-        objspace->compact_update_ns = mosaic_now_ns() - t;
-        objspace->verify_roots_due = true;   /* the next heap check looks at the roots too */
+        objspace->compact.update_ns = mosaic_now_ns() - t;
+        objspace->checks.verify_roots_due = true;   /* the next heap check looks at the roots too */
     }
     for (int h = 0; h < MOSAIC_HEAP_COUNT; h++) {
-        if (plans[h].touched || objspace->compact_expand) free_forwarding_slots(objspace, &objspace->heaps[h]);
+        if (plans[h].touched || objspace->compact.expand) free_forwarding_slots(objspace, &objspace->heaps[h]);
         free(plans[h].order);
         size_t after = objspace->heaps[h].page_count;
-        objspace->compact_freed[h] = pages_before[h] > after ? pages_before[h] - after : 0;
-        objspace->stats.compact_freed_pages += objspace->compact_freed[h];
+        objspace->compact.freed[h] = pages_before[h] > after ? pages_before[h] - after : 0;
+        objspace->stats.compact_freed_pages += objspace->compact.freed[h];
         /* A class the policy compacted without emptying a page (pins, Symbols, zombies it
          * could not see) is skipped for 1, 2, 4, ... majors. */
-        if (bounded && (objspace->compact_classes & (1u << h))) {
-            if (objspace->compact_freed[h] == 0) {
-                unsigned int b = objspace->compact_backoff[h];
+        if (bounded && (objspace->compact.classes & (1u << h))) {
+            if (objspace->compact.freed[h] == 0) {
+                unsigned int b = objspace->compact.backoff[h];
                 b = b == 0 ? 1 : b * 2 > MOSAIC_COMPACT_MAX_BACKOFF ? MOSAIC_COMPACT_MAX_BACKOFF : b * 2;
-                objspace->compact_backoff[h] = objspace->compact_skip[h] = b;
+                objspace->compact.backoff[h] = objspace->compact.skip[h] = b;
             }
             else {
-                objspace->compact_backoff[h] = 0;
+                objspace->compact.backoff[h] = 0;
             }
         }
     }
 
-    objspace->compacting = false;
+    objspace->compact.compacting = false;
     objspace->stats.total_moved_objects += total;
 }
 
@@ -742,10 +742,10 @@ latest_compact_info_m(VALUE self)
 {
     mosaic_objspace_t *objspace = rb_gc_get_objspace();
     VALUE h = rb_hash_new();
-    rb_hash_aset(h, ID2SYM(rb_intern("considered")), counts_by_type(objspace->compact_considered));
-    rb_hash_aset(h, ID2SYM(rb_intern("moved")), counts_by_type(objspace->compact_moved));
-    rb_hash_aset(h, ID2SYM(rb_intern("moved_up")), counts_by_type(objspace->compact_moved_up));
-    rb_hash_aset(h, ID2SYM(rb_intern("moved_down")), counts_by_type(objspace->compact_moved_down));
+    rb_hash_aset(h, ID2SYM(rb_intern("considered")), counts_by_type(objspace->compact.considered));
+    rb_hash_aset(h, ID2SYM(rb_intern("moved")), counts_by_type(objspace->compact.moved));
+    rb_hash_aset(h, ID2SYM(rb_intern("moved_up")), counts_by_type(objspace->compact.moved_up));
+    rb_hash_aset(h, ID2SYM(rb_intern("moved_down")), counts_by_type(objspace->compact.moved_down));
     if (objspace->stats.compact_count == 0) return h;
 
     /* Mosaic's: why it ran, the move budget (nil: none), the measured cost of one move (moving
@@ -753,18 +753,18 @@ latest_compact_info_m(VALUE self)
      * took part (by slot size) what the policy measured after the mark and the pages the
      * compaction emptied. */
     static const char *const triggers[] = { "method", "auto_compact", "always", "fragmentation" };
-    rb_hash_aset(h, ID2SYM(rb_intern("mosaic_trigger")), ID2SYM(rb_intern(triggers[objspace->compact_trigger])));
+    rb_hash_aset(h, ID2SYM(rb_intern("mosaic_trigger")), ID2SYM(rb_intern(triggers[objspace->compact.trigger])));
     rb_hash_aset(h, ID2SYM(rb_intern("mosaic_move_budget")),
-                 objspace->compact_budget == SIZE_MAX ? Qnil : SIZET2NUM(objspace->compact_budget));
-    rb_hash_aset(h, ID2SYM(rb_intern("mosaic_move_ns")), DBL2NUM(objspace->compact_move_ns));
-    rb_hash_aset(h, ID2SYM(rb_intern("mosaic_update_ms")), DBL2NUM((double)objspace->compact_update_ns / 1e6));
+                 objspace->compact.budget == SIZE_MAX ? Qnil : SIZET2NUM(objspace->compact.budget));
+    rb_hash_aset(h, ID2SYM(rb_intern("mosaic_move_ns")), DBL2NUM(objspace->compact.move_ns));
+    rb_hash_aset(h, ID2SYM(rb_intern("mosaic_update_ms")), DBL2NUM((double)objspace->compact.update_ns / 1e6));
     VALUE classes = rb_hash_new();
     for (int i = 0; i < MOSAIC_HEAP_COUNT; i++) {
-        if (!(objspace->compact_classes & (1u << i))) continue;
+        if (!(objspace->compact.classes & (1u << i))) continue;
         VALUE c = rb_hash_new();
-        rb_hash_aset(c, ID2SYM(rb_intern("occupancy")), DBL2NUM(objspace->compact_occupancy[i]));
-        rb_hash_aset(c, ID2SYM(rb_intern("freeable_pages")), SIZET2NUM(objspace->compact_freeable[i]));
-        rb_hash_aset(c, ID2SYM(rb_intern("freed_pages")), SIZET2NUM(objspace->compact_freed[i]));
+        rb_hash_aset(c, ID2SYM(rb_intern("occupancy")), DBL2NUM(objspace->compact.occupancy[i]));
+        rb_hash_aset(c, ID2SYM(rb_intern("freeable_pages")), SIZET2NUM(objspace->compact.freeable[i]));
+        rb_hash_aset(c, ID2SYM(rb_intern("freed_pages")), SIZET2NUM(objspace->compact.freed[i]));
         rb_hash_aset(classes, SIZET2NUM(objspace->heaps[i].slot_size), c);
     }
     rb_hash_aset(h, ID2SYM(rb_intern("mosaic_classes")), classes);
@@ -781,13 +781,13 @@ compact_m(VALUE self)
 static VALUE
 auto_compact_get_m(VALUE self)
 {
-    return RBOOL(((mosaic_objspace_t *)rb_gc_get_objspace())->auto_compact);
+    return RBOOL(((mosaic_objspace_t *)rb_gc_get_objspace())->compact.auto_compact);
 }
 
 static VALUE
 auto_compact_set_m(VALUE self, VALUE flag)
 {
-    ((mosaic_objspace_t *)rb_gc_get_objspace())->auto_compact = RTEST(flag);
+    ((mosaic_objspace_t *)rb_gc_get_objspace())->compact.auto_compact = RTEST(flag);
     return flag;
 }
 
@@ -813,13 +813,13 @@ verify_compaction_references_m(int argc, VALUE *argv, VALUE self)
     mosaic_objspace_t *objspace = rb_gc_get_objspace();
     rb_gc_impl_start(objspace, true, true, true, false);   /* garbage out first */
 
-    objspace->compact_toward_empty = SYMBOL_P(args[0]) && SYM2ID(args[0]) == rb_intern("empty");
-    objspace->compact_expand = RTEST(args[1]) || RTEST(args[2]);
+    objspace->compact.toward_empty = SYMBOL_P(args[0]) && SYM2ID(args[0]) == rb_intern("empty");
+    objspace->compact.expand = RTEST(args[1]) || RTEST(args[2]);
     rb_gc_impl_start(objspace, true, true, true, true);
-    objspace->compact_toward_empty = false;
-    objspace->compact_expand = false;
+    objspace->compact.toward_empty = false;
+    objspace->compact.expand = false;
 
-    objspace->verify_roots_due = true;   /* the heap check below checks the roots too */
+    objspace->checks.verify_roots_due = true;   /* the heap check below checks the roots too */
     size_t errors = mosaic_verify_heap(objspace, false);
     if (errors) {
         rb_raise(rb_eRuntimeError, "GC.verify_compaction_references: %"PRIuSIZE" bad references (see stderr)", errors);

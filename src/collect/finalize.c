@@ -23,9 +23,9 @@ static void finalize_deferred_job(void *data);
 void
 mosaic_finalize_init(mosaic_objspace_t *objspace)
 {
-    objspace->finalizer_table = st_init_numtable();
-    objspace->finalize_job = rb_postponed_job_preregister(0, finalize_deferred_job, objspace);
-    if (objspace->finalize_job == POSTPONED_JOB_HANDLE_INVALID) {
+    objspace->finalize.table = st_init_numtable();
+    objspace->finalize.job = rb_postponed_job_preregister(0, finalize_deferred_job, objspace);
+    if (objspace->finalize.job == POSTPONED_JOB_HANDLE_INVALID) {
         rb_bug("Mosaic: could not register the finalizer job");
     }
 }
@@ -40,8 +40,8 @@ mark_finalizer_table_value(st_data_t key, st_data_t value, st_data_t data)
 void
 mosaic_finalize_mark_roots(mosaic_objspace_t *objspace)
 {
-    if (objspace->finalizer_table) {
-        st_foreach(objspace->finalizer_table, mark_finalizer_table_value, (st_data_t)objspace);
+    if (objspace->finalize.table) {
+        st_foreach(objspace->finalize.table, mark_finalizer_table_value, (st_data_t)objspace);
     }
 }
 
@@ -51,10 +51,10 @@ void
 mosaic_finalize_move(mosaic_objspace_t *objspace, VALUE src, VALUE dest)
 {
     st_data_t key = (st_data_t)src, table;
-    if (!st_delete(objspace->finalizer_table, &key, &table)) {
+    if (!st_delete(objspace->finalize.table, &key, &table)) {
         rb_bug("Mosaic: moving %p, which has FL_FINALIZE but no finalizer", (void *)src);
     }
-    st_insert(objspace->finalizer_table, (st_data_t)dest, table);
+    st_insert(objspace->finalize.table, (st_data_t)dest, table);
 }
 
 /* ============================================================ zombies */
@@ -73,10 +73,10 @@ mosaic_zombie_push(mosaic_objspace_t *objspace, VALUE obj, void (*dfree)(void *)
     page->final_slots++;
     page->heap->final_slots++;
 
-    VALUE prev, next = objspace->zombies;
+    VALUE prev, next = objspace->finalize.zombies;
     do {
         zombie->next = prev = next;
-        next = RUBY_ATOMIC_VALUE_CAS(objspace->zombies, prev, obj);
+        next = RUBY_ATOMIC_VALUE_CAS(objspace->finalize.zombies, prev, obj);
     } while (next != prev);
 }
 
@@ -95,7 +95,7 @@ run_zombie(mosaic_objspace_t *objspace, VALUE obj)
     if (RB_FL_TEST_RAW(obj, RUBY_FL_FINALIZE)) {
         RB_FL_UNSET_RAW(obj, RUBY_FL_FINALIZE);
         st_data_t key = (st_data_t)obj, table;
-        if (st_delete(objspace->finalizer_table, &key, &table)) {
+        if (st_delete(objspace->finalize.table, &key, &table)) {
             VALUE id = mosaic_objid_for_finalizer(objspace, obj);
             rb_gc_run_obj_finalizer(id, RARRAY_LEN((VALUE)table), finalizer_at, (void *)table);
             RB_GC_GUARD(id);
@@ -137,14 +137,14 @@ finalize_list(mosaic_objspace_t *objspace, VALUE list)
 void
 mosaic_finalize_deferred(mosaic_objspace_t *objspace)
 {
-    if (RUBY_ATOMIC_EXCHANGE(objspace->finalizing, 1)) return;
+    if (RUBY_ATOMIC_EXCHANGE(objspace->finalize.running, 1)) return;
     rb_gc_set_pending_interrupt();
     VALUE list;
-    while ((list = RUBY_ATOMIC_VALUE_EXCHANGE(objspace->zombies, 0)) != 0) {
+    while ((list = RUBY_ATOMIC_VALUE_EXCHANGE(objspace->finalize.zombies, 0)) != 0) {
         finalize_list(objspace, list);
     }
     rb_gc_unset_pending_interrupt();
-    RUBY_ATOMIC_SET(objspace->finalizing, 0);
+    RUBY_ATOMIC_SET(objspace->finalize.running, 0);
 }
 
 static void
@@ -169,7 +169,7 @@ rb_gc_impl_define_finalizer(void *objspace_ptr, VALUE obj, VALUE block)
 
     /* FL_FINALIZE is set only once the table has the entry: a collection in between (the
      * Array's allocation, st's malloc) may move obj, and compaction re-keys by that flag. */
-    if (st_lookup(objspace->finalizer_table, obj, &data)) {
+    if (st_lookup(objspace->finalize.table, obj, &data)) {
         VALUE table = (VALUE)data;
         long len = RARRAY_LEN(table);
         for (long i = 0; i < len; i++) {
@@ -182,7 +182,7 @@ rb_gc_impl_define_finalizer(void *objspace_ptr, VALUE obj, VALUE block)
         VALUE table = rb_ary_new3(1, block);
         rb_obj_hide(table);
         bool held = mosaic_gc_hold(objspace);
-        st_add_direct(objspace->finalizer_table, obj, table);
+        st_add_direct(objspace->finalize.table, obj, table);
         mosaic_gc_release(objspace, held);
         RB_GC_GUARD(table);
     }
@@ -195,7 +195,7 @@ rb_gc_impl_undefine_finalizer(void *objspace_ptr, VALUE obj)
 {
     mosaic_objspace_t *objspace = objspace_ptr;
     st_data_t key = obj;
-    if (objspace->finalizer_table) st_delete(objspace->finalizer_table, &key, 0);
+    if (objspace->finalize.table) st_delete(objspace->finalize.table, &key, 0);
     RB_FL_UNSET(obj, RUBY_FL_FINALIZE);
 }
 
@@ -206,9 +206,9 @@ rb_gc_impl_copy_finalizer(void *objspace_ptr, VALUE dest, VALUE obj)
     st_data_t data;
 
     if (!RB_FL_TEST(obj, RUBY_FL_FINALIZE)) return;
-    if (st_lookup(objspace->finalizer_table, obj, &data)) {
+    if (st_lookup(objspace->finalize.table, obj, &data)) {
         bool held = mosaic_gc_hold(objspace);
-        st_insert(objspace->finalizer_table, dest, data);
+        st_insert(objspace->finalize.table, dest, data);
         RB_FL_SET(dest, RUBY_FL_FINALIZE);
         mosaic_gc_release(objspace, held);
     }
@@ -237,7 +237,7 @@ rb_gc_impl_shutdown_call_finalizer(void *objspace_ptr)
     /* The breakdown at exit, before exit frees anything (memory.c). */
     if (objspace->params.memory_report) mosaic_memory_report(objspace, "at exit");
 
-    if (RUBY_ATOMIC_EXCHANGE(objspace->finalizing, 1)) {
+    if (RUBY_ATOMIC_EXCHANGE(objspace->finalize.running, 1)) {
         /* A finalizer is running (we are exiting from inside one): stop collecting. */
         objspace->dont_gc = true;
 #if MOSAIC_SIZE_HISTOGRAM
@@ -246,13 +246,13 @@ rb_gc_impl_shutdown_call_finalizer(void *objspace_ptr)
         return;
     }
 
-    while (objspace->finalizer_table->num_entries) {
-        st_foreach(objspace->finalizer_table, shutdown_run_finalizer_i, (st_data_t)objspace);
+    while (objspace->finalize.table->num_entries) {
+        st_foreach(objspace->finalize.table, shutdown_run_finalizer_i, (st_data_t)objspace);
     }
 
-    RUBY_ATOMIC_SET(objspace->finalizing, 0);
+    RUBY_ATOMIC_SET(objspace->finalize.running, 0);
     mosaic_finalize_deferred(objspace);
-    RUBY_ATOMIC_SET(objspace->finalizing, 1);
+    RUBY_ATOMIC_SET(objspace->finalize.running, 1);
 
     /* Finish the cycle so no slot is half-swept, then forbid collections: forcing T_DATA
      * frees below can leave the object graph inconsistent. */
@@ -266,8 +266,8 @@ rb_gc_impl_shutdown_call_finalizer(void *objspace_ptr)
 
     unsigned int lev;
     mosaic_gc_enter(objspace, &lev, false);
-    for (size_t p = 0; p < objspace->sorted_count; p++) {
-        struct mosaic_page *page = objspace->sorted_pages[p];
+    for (size_t p = 0; p < objspace->pages.sorted_count; p++) {
+        struct mosaic_page *page = objspace->pages.sorted[p];
         for (size_t i = 0; i < page->total_slots; i++) {
             VALUE obj = (VALUE)(page->start + i * page->slot_size);
             /* Zombies (some made by the sweep just finished) are finalized below, once. */
@@ -282,11 +282,11 @@ rb_gc_impl_shutdown_call_finalizer(void *objspace_ptr)
 
     /* Zombies made just now (non-immediate dfree) run here. */
     VALUE list;
-    while ((list = RUBY_ATOMIC_VALUE_EXCHANGE(objspace->zombies, 0)) != 0) {
+    while ((list = RUBY_ATOMIC_VALUE_EXCHANGE(objspace->finalize.zombies, 0)) != 0) {
         finalize_list(objspace, list);
     }
 
-    st_free_table(objspace->finalizer_table);
-    objspace->finalizer_table = NULL;
-    RUBY_ATOMIC_SET(objspace->finalizing, 0);
+    st_free_table(objspace->finalize.table);
+    objspace->finalize.table = NULL;
+    RUBY_ATOMIC_SET(objspace->finalize.running, 0);
 }

@@ -46,7 +46,7 @@ writebarrier_incremental(mosaic_objspace_t *objspace, VALUE a, VALUE b)
     if (!mosaic_marked_p(a) || mosaic_marked_p(b)) return;
     mosaic_race_point();   /* between the unlocked test and the lock: another Ractor may grey b */
     unsigned int lev = rb_gc_vm_lock_no_barrier();
-    if (objspace->incremental_marking && mosaic_marked_p(a) && !mosaic_marked_p(b)) mosaic_mark_grey(objspace, b);
+    if (objspace->incremental.marking && mosaic_marked_p(a) && !mosaic_marked_p(b)) mosaic_mark_grey(objspace, b);
     rb_gc_vm_unlock_no_barrier(lev);
 }
 
@@ -55,7 +55,7 @@ void
 mosaic_writebarrier(mosaic_objspace_t *objspace, VALUE a, VALUE b)
 {
     if (RB_SPECIAL_CONST_P(b)) return;
-    if (RB_UNLIKELY(objspace->incremental_marking)) writebarrier_incremental(objspace, a, b);
+    if (RB_UNLIKELY(objspace->incremental.marking)) writebarrier_incremental(objspace, a, b);
     if (!objspace->params.generational) return;
     if (!mosaic_old_p(a) || mosaic_old_p(b)) return;
     mosaic_remember(objspace, a);
@@ -76,12 +76,12 @@ void
 mosaic_writebarrier_remember(mosaic_objspace_t *objspace, VALUE obj)
 {
     if (RB_SPECIAL_CONST_P(obj)) return;
-    if (RB_UNLIKELY(objspace->incremental_marking) && mosaic_mark_needs_regrey(obj)) {
+    if (RB_UNLIKELY(objspace->incremental.marking) && mosaic_mark_needs_regrey(obj)) {
         /* Marked already: traced again, its new contents included (mark.c); queued at most
          * once until then, so the lock is taken once per object, not once per bulk write. */
         mosaic_race_point();   /* another Ractor may queue obj, or a step trace it, first */
         unsigned int lev = rb_gc_vm_lock_no_barrier();
-        if (objspace->incremental_marking) mosaic_mark_grey_again(objspace, obj);
+        if (objspace->incremental.marking) mosaic_mark_grey_again(objspace, obj);
         rb_gc_vm_unlock_no_barrier(lev);
     }
     if (!objspace->params.generational) return;
@@ -130,16 +130,16 @@ void
 mosaic_generation_count(mosaic_objspace_t *objspace)
 {
     size_t old = 0, old_unprotected = 0;
-    for (size_t p = 0; p < objspace->sorted_count; p++) {
-        struct mosaic_page *page = objspace->sorted_pages[p];
+    for (size_t p = 0; p < objspace->pages.sorted_count; p++) {
+        struct mosaic_page *page = objspace->pages.sorted[p];
         for (size_t w = 0; w < MOSAIC_BITMAP_WORDS; w++) {
             mosaic_bits_t live_old = page->old_bits[w] & page->mark_bits[w];
             old += __builtin_popcountll(live_old);
             old_unprotected += __builtin_popcountll(live_old & page->wb_unprotected_bits[w]);
         }
     }
-    objspace->old_objects = old;
-    objspace->old_wb_unprotected_objects = old_unprotected;
+    objspace->gen.old_objects = old;
+    objspace->gen.old_wb_unprotected_objects = old_unprotected;
 }
 
 /* Sets `bits` in `*word`, writing only when one is missing: the metadata of a page whose bits
@@ -180,8 +180,8 @@ void
 mosaic_promote_all(mosaic_objspace_t *objspace)
 {
     if (!objspace->params.generational) return;
-    for (size_t p = 0; p < objspace->sorted_count; p++) {
-        struct mosaic_page *page = objspace->sorted_pages[p];
+    for (size_t p = 0; p < objspace->pages.sorted_count; p++) {
+        struct mosaic_page *page = objspace->pages.sorted[p];
         mosaic_bits_t live[MOSAIC_BITMAP_WORDS] = {0};
         mosaic_bits_t envs[MOSAIC_BITMAP_WORDS] = {0};
         for (size_t i = 0; i < page->total_slots; i++) {
@@ -218,6 +218,6 @@ mosaic_generation_after_fork(mosaic_objspace_t *objspace)
 {
     if (!objspace->params.generational || !objspace->params.allow_full_mark) return;
     mosaic_promote_all(objspace);
-    objspace->last_major_count = objspace->stats.count;
+    objspace->gen.last_major_count = objspace->stats.count;
     mosaic_pace_after_fork(objspace);
 }

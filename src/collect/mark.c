@@ -223,7 +223,7 @@ mark_queue_take(struct mosaic_mark_queue *queue, VALUE *out, unsigned int *out_d
 
 /* ============================================================ markers */
 
-/* The marker of the running thread: the collecting thread's objspace->main_marker, or a
+/* The marker of the running thread: the collecting thread's objspace->mark.main_marker, or a
  * marking thread's own (mark_workers.c). Initial-exec: one load, no call, on every mark. */
 static __thread struct mosaic_marker *current_marker __attribute__((tls_model("initial-exec")));
 
@@ -268,13 +268,13 @@ mosaic_marker_end(mosaic_objspace_t *objspace, struct mosaic_marker *marker)
     }
     objspace->stats.marked_slots += marked;
     objspace->stats.weak_references_count += marker->weak_count;
-    if (marker->weak_refs != &objspace->weak_refs) {
+    if (marker->weak_refs != &objspace->mark.weak_refs) {
         /* Between the steps of an incremental mark the objspace's list may have its index
          * built (a removal built it): merged slots go into it too, or a later removal would
          * miss them (a slot of freed memory left in the list). */
         for (size_t i = 0; i < marker->weak_refs->size; i++) {
             VALUE *ptr = marker->weak_refs->items[i];
-            if (ptr) weak_list_add(&objspace->weak_refs, &objspace->weak_index, ptr);
+            if (ptr) weak_list_add(&objspace->mark.weak_refs, &objspace->mark.weak_index, ptr);
         }
         marker->weak_refs->size = 0;
         if (marker->weak_index->built) mosaic_weak_index_reset(marker->weak_index);
@@ -402,7 +402,7 @@ mosaic_mark(mosaic_objspace_t *objspace, VALUE obj, bool pin)
     if (RB_UNLIKELY(!objspace->marking)) {
         /* The heap checker walks every object's edges through rb_gc_mark_children; it reports
          * a bad edge with its parent. */
-        if (objspace->verify_ctx) {
+        if (objspace->checks.verify_ctx) {
             mosaic_verify_edge(objspace, obj, false);
             return;
         }
@@ -425,7 +425,7 @@ mosaic_mark(mosaic_objspace_t *objspace, VALUE obj, bool pin)
     if (pin && !mosaic_bit_test(page->pinned_bits, bit)) bit_set(page->pinned_bits, bit, shared);
     if (mark_bit_claim(page->mark_bits, bit, shared)) {
         marker->marked_by_heap[page->heap - objspace->heaps]++;
-        if (objspace->aging) age_and_promote(page, bit, shared);
+        if (objspace->mark.aging) age_and_promote(page, bit, shared);
         /* Old parent, child still young after this mark: keep the edge in the remembered set.
          * (With other markers, a child another marker is promoting may still read young: the
          * parent is then remembered once too often, which is safe.) */
@@ -461,7 +461,7 @@ mosaic_mark(mosaic_objspace_t *objspace, VALUE obj, bool pin)
 void
 mosaic_mark_and_move(mosaic_objspace_t *objspace, VALUE *ptr)
 {
-    if (RB_UNLIKELY(objspace->updating_references)) {
+    if (RB_UNLIKELY(objspace->compact.updating_references)) {
         *ptr = mosaic_location(objspace, *ptr);
         return;
     }
@@ -490,7 +490,7 @@ mosaic_mark_weak(mosaic_objspace_t *objspace, VALUE *ptr)
     VALUE obj = *ptr;
     if (RB_SPECIAL_CONST_P(obj)) return;
     if (RB_UNLIKELY(!objspace->marking)) {
-        if (objspace->verify_ctx) {
+        if (objspace->checks.verify_ctx) {
             mosaic_verify_edge(objspace, obj, true);
             return;
         }
@@ -531,20 +531,20 @@ remove_weak_registered(struct mosaic_marker *marker, VALUE parent, VALUE *ptr)
 void
 mosaic_remove_weak(mosaic_objspace_t *objspace, VALUE parent, VALUE *ptr)
 {
-    if (objspace->verify_ctx) return;
+    if (objspace->checks.verify_ctx) return;
     if (objspace->marking) {
         /* Called from a mark function (the parent's): the slot is in the list of the marker
          * tracing it, the one running here; else the collecting thread's. */
-        remove_weak_registered(current_marker ? current_marker : &objspace->main_marker, parent, ptr);
+        remove_weak_registered(current_marker ? current_marker : &objspace->mark.main_marker, parent, ptr);
         return;
     }
-    if (!objspace->incremental_marking) return;
+    if (!objspace->incremental.marking) return;
     /* Between the steps of an incremental mark the mutator deletes entries (WeakMap#delete and
      * the like), maybe in several Ractors at once: the list and its index are the collecting
      * thread's, so under the VM lock (no barrier: a step holds the lock with the world
      * stopped), the state read again under it. */
     unsigned int lev = rb_gc_vm_lock_no_barrier();
-    if (objspace->incremental_marking) remove_weak_registered(&objspace->main_marker, parent, ptr);
+    if (objspace->incremental.marking) remove_weak_registered(&objspace->mark.main_marker, parent, ptr);
     rb_gc_vm_unlock_no_barrier(lev);
 }
 
@@ -573,7 +573,7 @@ major_mark_start(mosaic_objspace_t *objspace)
 static void
 push_for_rescan(mosaic_objspace_t *objspace, VALUE obj)
 {
-    mark_stack_push(&objspace->main_marker.stack, obj);
+    mark_stack_push(&objspace->mark.main_marker.stack, obj);
 }
 
 /* The slots a marker has marked in this phase (all classes). */
@@ -627,15 +627,15 @@ mosaic_marker_drain(mosaic_objspace_t *objspace, struct mosaic_marker *marker)
 static void
 mark_drain(mosaic_objspace_t *objspace)
 {
-    mosaic_marker_drain(objspace, &objspace->main_marker);
+    mosaic_marker_drain(objspace, &objspace->mark.main_marker);
 }
 
 static void
 update_weak_references(mosaic_objspace_t *objspace)
 {
     size_t retained = 0;
-    for (size_t i = 0; i < objspace->weak_refs.size; i++) {
-        VALUE *ptr = objspace->weak_refs.items[i];
+    for (size_t i = 0; i < objspace->mark.weak_refs.size; i++) {
+        VALUE *ptr = objspace->mark.weak_refs.items[i];
         if (!ptr) continue;
         VALUE obj = *ptr;
         if (RB_SPECIAL_CONST_P(obj)) continue;
@@ -647,8 +647,8 @@ update_weak_references(mosaic_objspace_t *objspace)
         }
     }
     objspace->stats.retained_weak_references_count = retained;
-    objspace->weak_refs.size = 0;
-    if (objspace->weak_index.built) mosaic_weak_index_reset(&objspace->weak_index);
+    objspace->mark.weak_refs.size = 0;
+    if (objspace->mark.weak_index.built) mosaic_weak_index_reset(&objspace->mark.weak_index);
 }
 
 /* Slots a mark phase of this kind is expected to trace: what the latest one of its kind traced,
@@ -656,10 +656,10 @@ update_weak_references(mosaic_objspace_t *objspace)
 size_t
 mosaic_expected_traced(mosaic_objspace_t *objspace, bool full)
 {
-    if (objspace->last_traced[full]) return objspace->last_traced[full] - 1;   /* stored plus one: 0 is "none yet" */
+    if (objspace->mark.last_traced[full]) return objspace->mark.last_traced[full] - 1;   /* stored plus one: 0 is "none yet" */
     size_t expected = 0;
     for (int i = 0; i < MOSAIC_HEAP_COUNT; i++) expected += objspace->heaps[i].used_slots_at_gc;
-    if (!full) expected = expected > objspace->old_objects ? expected - objspace->old_objects : 0;
+    if (!full) expected = expected > objspace->gen.old_objects ? expected - objspace->gen.old_objects : 0;
     return expected;
 }
 
@@ -682,15 +682,15 @@ mark_setup(mosaic_objspace_t *objspace, bool full, bool parallel)
 {
     objspace->stats.marked_slots = 0;
     objspace->stats.weak_references_count = 0;
-    objspace->incremental_traced_by_threads = 0;
+    objspace->incremental.traced_by_threads = 0;
     objspace->stats.remembered_rescanned = 0;
     /* With full marks disabled (GC.config(rgengc_allow_full_mark: false)) nothing is promoted:
      * old garbage could then only be freed by an explicit GC.start, as in the default GC. */
-    objspace->aging = objspace->params.generational && objspace->params.allow_full_mark;
+    objspace->mark.aging = objspace->params.generational && objspace->params.allow_full_mark;
     objspace->marking = true;
-    struct mosaic_marker *marker = &objspace->main_marker;
-    marker->weak_refs = &objspace->weak_refs;
-    marker->weak_index = &objspace->weak_index;
+    struct mosaic_marker *marker = &objspace->mark.main_marker;
+    marker->weak_refs = &objspace->mark.weak_refs;
+    marker->weak_index = &objspace->mark.weak_index;
     mosaic_marker_begin(objspace, marker, parallel);
 
     if (full) {
@@ -718,10 +718,10 @@ mark_roots(mosaic_objspace_t *objspace)
 static void
 mark_complete(mosaic_objspace_t *objspace, bool full, bool parallel)
 {
-    struct mosaic_marker *marker = &objspace->main_marker;
+    struct mosaic_marker *marker = &objspace->mark.main_marker;
     size_t traced = parallel ? mosaic_mark_workers_finish(objspace, marker) : 0;
-    traced += mosaic_marker_end(objspace, marker) + objspace->incremental_traced_by_threads;
-    objspace->last_traced[full] = traced + 1;
+    traced += mosaic_marker_end(objspace, marker) + objspace->incremental.traced_by_threads;
+    objspace->mark.last_traced[full] = traced + 1;
 
     update_weak_references(objspace);
     objspace->marking = false;
@@ -736,7 +736,7 @@ mosaic_mark_phase(mosaic_objspace_t *objspace, bool full)
 {
     /* Markers start after the objspace's marking state is set: they read it (mark_setup sets
      * the rest before any object is marked). */
-    objspace->aging = objspace->params.generational && objspace->params.allow_full_mark;
+    objspace->mark.aging = objspace->params.generational && objspace->params.allow_full_mark;
     objspace->marking = true;
     bool parallel = parallel_mark_p(objspace, full) && mosaic_mark_workers_begin(objspace, 0);
     mark_setup(objspace, full, parallel);
@@ -816,10 +816,10 @@ mosaic_mark_incremental_start(mosaic_objspace_t *objspace)
     /* The roots' children are pushed, not scanned in place: the start pause marks the roots
      * only (scanning in place to MOSAIC_MARK_EAGER_DEPTH from every root covers much of a
      * large heap). */
-    marker_resume(objspace, &objspace->main_marker, MOSAIC_MARK_EAGER_DEPTH);
+    marker_resume(objspace, &objspace->mark.main_marker, MOSAIC_MARK_EAGER_DEPTH);
     mark_roots(objspace);
-    marker_pause(objspace, &objspace->main_marker);
-    objspace->incremental_marking = true;
+    marker_pause(objspace, &objspace->mark.main_marker);
+    objspace->incremental.marking = true;
 }
 
 /* Objects the mutator re-greyed between steps (rb_gc_writebarrier_remember on a marked object:
@@ -834,12 +834,12 @@ static void
 retrace_regreyed(mosaic_objspace_t *objspace, struct mosaic_marker *marker)
 {
     VALUE obj;
-    while (mark_stack_pop(&objspace->retrace, &obj)) {
+    while (mark_stack_pop(&objspace->incremental.retrace, &obj)) {
         mosaic_bit_clear(mosaic_page_of(obj)->retrace_bits, mosaic_bit_index(obj));
         objspace->stats.incremental_retraced_objects++;
         scan_in_place(objspace, marker, obj, marker->base_depth);
     }
-    objspace->retrace_queued = 0;
+    objspace->incremental.retrace_queued = 0;
 }
 
 /* One step (a pause): traces until `budget` more slots are marked or nothing is grey. Returns
@@ -847,7 +847,7 @@ retrace_regreyed(mosaic_objspace_t *objspace, struct mosaic_marker *marker)
 bool
 mosaic_mark_incremental_step(mosaic_objspace_t *objspace, size_t budget)
 {
-    struct mosaic_marker *marker = &objspace->main_marker;
+    struct mosaic_marker *marker = &objspace->mark.main_marker;
     /* Nothing in place: a popped object's children are pushed, so the budget is checked
      * after each object, not after a subtree. */
     marker_resume(objspace, marker, MOSAIC_MARK_EAGER_DEPTH);
@@ -893,7 +893,7 @@ mosaic_marked_wb_unprotected_each(mosaic_objspace_t *objspace, void (*func)(VALU
 static void
 push_main_i(VALUE obj, void *data)
 {
-    mark_stack_push(&((mosaic_objspace_t *)data)->main_marker.stack, obj);
+    mark_stack_push(&((mosaic_objspace_t *)data)->mark.main_marker.stack, obj);
 }
 
 /* The final pause: the roots again (none of them has a write barrier), then every marked
@@ -901,8 +901,8 @@ push_main_i(VALUE obj, void *data)
 void
 mosaic_mark_incremental_finish(mosaic_objspace_t *objspace)
 {
-    struct mosaic_marker *marker = &objspace->main_marker;
-    objspace->incremental_marking = false;
+    struct mosaic_marker *marker = &objspace->mark.main_marker;
+    objspace->incremental.marking = false;
     /* On the collecting thread alone: the marked wb-unprotected objects pushed again may still
      * be on the stack as grey (see retrace_regreyed). */
     marker_resume(objspace, marker, 0);
@@ -923,9 +923,9 @@ mosaic_mark_grey(mosaic_objspace_t *objspace, VALUE obj)
     struct mosaic_page *page = mosaic_page_of(obj);
     size_t bit = mosaic_bit_index(obj);
     if (!mark_bit_claim(page->mark_bits, bit, true)) return;
-    objspace->main_marker.marked_by_heap[page->heap - objspace->heaps]++;
-    if (objspace->aging) age_and_promote(page, bit, true);
-    mark_stack_push(&objspace->main_marker.stack, obj);
+    objspace->mark.main_marker.marked_by_heap[page->heap - objspace->heaps]++;
+    if (objspace->mark.aging) age_and_promote(page, bit, true);
+    mark_stack_push(&objspace->mark.main_marker.stack, obj);
 }
 
 /* True when obj is marked and not queued for a retrace yet: only then does a bulk write to it
@@ -953,9 +953,9 @@ mosaic_mark_grey_again(mosaic_objspace_t *objspace, VALUE obj)
     size_t bit = mosaic_bit_index(obj);
     if (mosaic_bit_test(page->retrace_bits, bit)) return;
     mosaic_bit_set_atomic(page->retrace_bits, bit);   /* other Ractors read it without the lock */
-    mark_stack_push(&objspace->retrace, obj);
-    if (++objspace->retrace_queued > objspace->stats.incremental_retrace_queue_max) {
-        objspace->stats.incremental_retrace_queue_max = objspace->retrace_queued;
+    mark_stack_push(&objspace->incremental.retrace, obj);
+    if (++objspace->incremental.retrace_queued > objspace->stats.incremental_retrace_queue_max) {
+        objspace->stats.incremental_retrace_queue_max = objspace->incremental.retrace_queued;
     }
 }
 
@@ -963,7 +963,7 @@ mosaic_mark_grey_again(mosaic_objspace_t *objspace, VALUE obj)
 void
 mosaic_mark_stack_each(mosaic_objspace_t *objspace, void (*func)(VALUE obj, void *data), void *data)
 {
-    const struct mosaic_mark_stack *stacks[] = { &objspace->main_marker.stack, &objspace->retrace };
+    const struct mosaic_mark_stack *stacks[] = { &objspace->mark.main_marker.stack, &objspace->incremental.retrace };
     for (size_t s = 0; s < sizeof(stacks) / sizeof(stacks[0]); s++) {
         for (const struct mosaic_mark_chunk *c = stacks[s]->top; c; c = c->prev) {
             for (size_t i = 0; i < c->used; i++) func(c->items[i], data);

@@ -40,9 +40,9 @@ static const struct st_hash_type object_id_hash_type = {
 void
 mosaic_objid_init(mosaic_objspace_t *objspace)
 {
-    objspace->id_to_obj = st_init_table(&object_id_hash_type);
-    objspace->obj_to_id = st_init_numtable();
-    objspace->next_object_id = OBJ_ID_INITIAL;
+    objspace->objid.id_to_obj = st_init_table(&object_id_hash_type);
+    objspace->objid.obj_to_id = st_init_numtable();
+    objspace->objid.next_id = OBJ_ID_INITIAL;
 }
 
 static int
@@ -58,8 +58,8 @@ mark_id_i(st_data_t key, st_data_t value, st_data_t data)
 void
 mosaic_objid_mark_roots(mosaic_objspace_t *objspace)
 {
-    if (objspace->next_object_id <= (unsigned long long)RUBY_FIXNUM_MAX) return;
-    st_foreach(objspace->obj_to_id, mark_id_i, (st_data_t)objspace);
+    if (objspace->objid.next_id <= (unsigned long long)RUBY_FIXNUM_MAX) return;
+    st_foreach(objspace->objid.obj_to_id, mark_id_i, (st_data_t)objspace);
 }
 
 /* Forgets a dying object's id. Caller holds the VM lock or is inside the GC. */
@@ -68,8 +68,8 @@ mosaic_objid_free(mosaic_objspace_t *objspace, VALUE obj)
 {
     st_data_t o = (st_data_t)obj, id;
     RB_FL_UNSET_RAW(obj, RUBY_FL_SEEN_OBJ_ID);
-    if (st_delete(objspace->obj_to_id, &o, &id)) {
-        st_delete(objspace->id_to_obj, &id, NULL);
+    if (st_delete(objspace->objid.obj_to_id, &o, &id)) {
+        st_delete(objspace->objid.id_to_obj, &id, NULL);
     }
     else {
         rb_bug("Mosaic: object %p has FL_SEEN_OBJ_ID but no id", (void *)obj);
@@ -82,11 +82,11 @@ void
 mosaic_objid_move(mosaic_objspace_t *objspace, VALUE src, VALUE dest)
 {
     st_data_t o = (st_data_t)src, id;
-    if (!st_delete(objspace->obj_to_id, &o, &id)) {
+    if (!st_delete(objspace->objid.obj_to_id, &o, &id)) {
         rb_bug("Mosaic: moving %p, which has FL_SEEN_OBJ_ID but no id", (void *)src);
     }
-    st_insert(objspace->obj_to_id, (st_data_t)dest, id);
-    st_insert(objspace->id_to_obj, id, (st_data_t)dest);
+    st_insert(objspace->objid.obj_to_id, (st_data_t)dest, id);
+    st_insert(objspace->objid.id_to_obj, id, (st_data_t)dest);
 }
 
 VALUE
@@ -96,17 +96,17 @@ mosaic_object_id(mosaic_objspace_t *objspace, VALUE obj)
     unsigned int lev = rb_gc_vm_lock();
     if (RB_FL_TEST_RAW(obj, RUBY_FL_SEEN_OBJ_ID)) {
         st_data_t val;
-        if (!st_lookup(objspace->obj_to_id, (st_data_t)obj, &val)) {
+        if (!st_lookup(objspace->objid.obj_to_id, (st_data_t)obj, &val)) {
             rb_bug("Mosaic: object %p has FL_SEEN_OBJ_ID but no id", (void *)obj);
         }
         id = (VALUE)val;
     }
     else {
-        id = ULL2NUM(objspace->next_object_id);
-        objspace->next_object_id += OBJ_ID_INCREMENT;
+        id = ULL2NUM(objspace->objid.next_id);
+        objspace->objid.next_id += OBJ_ID_INCREMENT;
         bool held = mosaic_gc_hold(objspace);
-        st_insert(objspace->obj_to_id, (st_data_t)obj, (st_data_t)id);
-        st_insert(objspace->id_to_obj, (st_data_t)id, (st_data_t)obj);
+        st_insert(objspace->objid.obj_to_id, (st_data_t)obj, (st_data_t)id);
+        st_insert(objspace->objid.id_to_obj, (st_data_t)id, (st_data_t)obj);
         RB_FL_SET_RAW(obj, RUBY_FL_SEEN_OBJ_ID);
         mosaic_gc_release(objspace, held);
     }
@@ -119,8 +119,8 @@ VALUE
 mosaic_objid_for_finalizer(mosaic_objspace_t *objspace, VALUE obj)
 {
     if (RB_FL_TEST_RAW(obj, RUBY_FL_SEEN_OBJ_ID)) return mosaic_object_id(objspace, obj);
-    VALUE id = ULL2NUM(objspace->next_object_id);
-    objspace->next_object_id += OBJ_ID_INCREMENT;
+    VALUE id = ULL2NUM(objspace->objid.next_id);
+    objspace->objid.next_id += OBJ_ID_INCREMENT;
     return id;
 }
 
@@ -128,12 +128,12 @@ VALUE
 mosaic_object_id_to_ref(mosaic_objspace_t *objspace, VALUE object_id)
 {
     st_data_t obj;
-    if (st_lookup(objspace->id_to_obj, object_id, &obj) &&
+    if (st_lookup(objspace->objid.id_to_obj, object_id, &obj) &&
             !rb_gc_impl_garbage_object_p(objspace, (VALUE)obj)) {
         return (VALUE)obj;
     }
 
-    if (rb_funcall(object_id, rb_intern(">="), 1, ULL2NUM(objspace->next_object_id))) {
+    if (rb_funcall(object_id, rb_intern(">="), 1, ULL2NUM(objspace->objid.next_id))) {
         rb_raise(rb_eRangeError, "%+"PRIsVALUE" is not id value", rb_funcall(object_id, rb_intern("to_s"), 1, INT2FIX(10)));
     }
     rb_raise(rb_eRangeError, "%+"PRIsVALUE" is recycled object", rb_funcall(object_id, rb_intern("to_s"), 1, INT2FIX(10)));

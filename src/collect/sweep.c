@@ -203,7 +203,7 @@ mosaic_sweep_page_background(mosaic_objspace_t *objspace, struct mosaic_page *pa
     page->cycle->bg_leftovers = leftovers;
     page->cycle->bg_freed = (uint32_t)freed;
     MOSAIC_STORE_CHANGED(page->free_slots, (uint32_t)(freed + empty));
-    __atomic_add_fetch(&objspace->malloc_freed_by_sweep, malloc_freed, __ATOMIC_RELAXED);
+    __atomic_add_fetch(&objspace->malloc.freed_by_sweep, malloc_freed, __ATOMIC_RELAXED);
 }
 
 /* The mutator sweeps `page` (or takes the background sweeper's result and frees what it
@@ -224,7 +224,7 @@ page_sweep_here(mosaic_objspace_t *objspace, struct mosaic_page *page)
         if (freed) page->free_slots += (uint32_t)freed;
     }
     mosaic_malloc_tally_end();
-    __atomic_add_fetch(&objspace->malloc_freed_by_sweep, malloc_freed, __ATOMIC_RELAXED);
+    __atomic_add_fetch(&objspace->malloc.freed_by_sweep, malloc_freed, __ATOMIC_RELAXED);
     page->cycle->before_sweep = false;
     page->heap->total_freed_objects += freed;
     return page->free_slots;
@@ -308,7 +308,7 @@ heap_sweep_step(mosaic_objspace_t *objspace, struct mosaic_heap *heap)
          * for the mutator to allocate from while it marks (collect.c): free room the heap
          * already has, not growth. Without it that major starts when the heap is full, and
          * its first step finds no page left: it would finish in one pause. */
-        if (RB_UNLIKELY(objspace->reserving) && heap->reserve_slots < heap->reserve_target && (heap->sweep_index & 1)) {
+        if (RB_UNLIKELY(objspace->incremental.reserving) && heap->reserve_slots < heap->reserve_target && (heap->sweep_index & 1)) {
             page->free_next = heap->reserve;
             heap->reserve = page;
             heap->reserve_slots += free_slots;
@@ -326,7 +326,7 @@ heap_sweep_step(mosaic_objspace_t *objspace, struct mosaic_heap *heap)
 void
 mosaic_heap_drop_reserves(mosaic_objspace_t *objspace)
 {
-    objspace->reserving = false;
+    objspace->incremental.reserving = false;
     for (int i = 0; i < MOSAIC_HEAP_COUNT; i++) {
         objspace->heaps[i].reserve = NULL;
         objspace->heaps[i].reserve_slots = 0;
@@ -352,7 +352,7 @@ heap_release_reserve(struct mosaic_heap *heap)
 void
 mosaic_heap_release_reserves(mosaic_objspace_t *objspace)
 {
-    objspace->reserving = false;
+    objspace->incremental.reserving = false;
     for (int i = 0; i < MOSAIC_HEAP_COUNT; i++) heap_release_reserve(&objspace->heaps[i]);
 }
 
@@ -373,8 +373,8 @@ update_lazy_sweeping(mosaic_objspace_t *objspace)
 static void
 after_sweep_work(mosaic_objspace_t *objspace)
 {
-    if (objspace->zombies && !ruby_free_at_exit_p()) {
-        rb_postponed_job_trigger(objspace->finalize_job);
+    if (objspace->finalize.zombies && !ruby_free_at_exit_p()) {
+        rb_postponed_job_trigger(objspace->finalize.job);
     }
 }
 
@@ -383,7 +383,7 @@ after_sweep_work(mosaic_objspace_t *objspace)
 void
 mosaic_sweep_prepare(mosaic_objspace_t *objspace)
 {
-    objspace->reserving = mosaic_incremental_wanted(objspace);
+    objspace->incremental.reserving = mosaic_incremental_wanted(objspace);
     mosaic_bg_sweep_stop(objspace);   /* idle already (the previous sweep finished); the list is rebuilt */
     for (int i = 0; i < MOSAIC_HEAP_COUNT; i++) {
         struct mosaic_heap *heap = &objspace->heaps[i];
@@ -392,7 +392,7 @@ mosaic_sweep_prepare(mosaic_objspace_t *objspace)
         heap->reserve_slots = 0;
         heap->reserve_target = heap->marked_slots / 4;
         heap->sweep_index = 0;
-        objspace->malloc_freed_by_sweep = 0;
+        objspace->malloc.freed_by_sweep = 0;
         for (size_t j = 0; j < heap->page_count; j++) {
             struct mosaic_page *page = heap->pages[j];
             page->cycle->before_sweep = true;

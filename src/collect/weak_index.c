@@ -2,7 +2,7 @@
  * weak_index.c: where each registered weak slot is in the weak list, so that
  * rb_gc_remove_weak is O(1) expected instead of a scan of the list.
  *
- * The weak list (objspace->weak_refs, mark.c) is a vector of slot addresses (VALUE *) filled by
+ * The weak list (objspace->mark.weak_refs, mark.c) is a vector of slot addresses (VALUE *) filled by
  * rb_gc_mark_weak during a mark phase and read once at its end (update_weak_references).
  * rb_gc_remove_weak(parent, ptr) must drop ptr from it: the caller (WeakMap and WeakKeyMap
  * delete, clear, replace) frees the memory at ptr next, so a registration left behind would

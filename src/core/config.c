@@ -491,6 +491,6 @@ mosaic_config_set(mosaic_objspace_t *objspace, VALUE hash)
     rb_hash_foreach(hash, config_set_i, (VALUE)&u);
     config_check(&u);
     if (u.next.allow_full_mark != objspace->params.allow_full_mark) mosaic_gc_rest(objspace);
-    if (u.next.memory_limit != objspace->params.memory_limit) objspace->limit_set_aside = false;
+    if (u.next.memory_limit != objspace->params.memory_limit) objspace->pace.limit_set_aside = false;
     objspace->params = u.next;
 }

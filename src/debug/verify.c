@@ -111,7 +111,7 @@ imemo_iseq_p(VALUE obj)
 void
 mosaic_verify_edge(mosaic_objspace_t *objspace, VALUE child, bool weak)
 {
-    struct verify_ctx *ctx = objspace->verify_ctx;
+    struct verify_ctx *ctx = objspace->checks.verify_ctx;
     const char *kind = weak ? "weakly " : "";
     if (RB_SPECIAL_CONST_P(child)) return;
     if (ctx->closure) {
@@ -208,14 +208,14 @@ verify_object_tables(struct verify_ctx *ctx, VALUE obj, bool zombie)
     VALUE flags = RBASIC(obj)->flags;
     if (flags & RUBY_FL_SEEN_OBJ_ID) {
         ctx->seen_obj_id++;
-        if (!st_lookup(objspace->obj_to_id, (st_data_t)obj, NULL)) {
+        if (!st_lookup(objspace->objid.obj_to_id, (st_data_t)obj, NULL)) {
             report(ctx, "%p (type 0x%x) has FL_SEEN_OBJ_ID but obj_to_id does not find it", (void *)obj,
                    (unsigned)RB_BUILTIN_TYPE(obj));
         }
     }
     if (flags & RUBY_FL_FINALIZE) {
         ctx->finalizable++;
-        if (!objspace->finalizer_table || !st_lookup(objspace->finalizer_table, (st_data_t)obj, NULL)) {
+        if (!objspace->finalize.table || !st_lookup(objspace->finalize.table, (st_data_t)obj, NULL)) {
             report(ctx, "%p (type 0x%x) has FL_FINALIZE but the finalizer table does not find it", (void *)obj,
                    (unsigned)RB_BUILTIN_TYPE(obj));
         }
@@ -299,7 +299,7 @@ verify_page(struct verify_ctx *ctx, struct mosaic_page *page, size_t *live, size
     }
 
     /* Outside an incremental mark nothing waits for a retrace (mark.c, retrace_regreyed). */
-    if (!ctx->objspace->incremental_marking) {
+    if (!ctx->objspace->incremental.marking) {
         for (size_t w = 0; w < MOSAIC_BITMAP_WORDS; w++) {
             if (page->retrace_bits[w]) {
                 report(ctx, "page %p: a retrace bit is set outside an incremental mark (word %zu: 0x%llx)",
@@ -402,7 +402,7 @@ verify_obj_to_id_i(st_data_t key, st_data_t value, st_data_t data)
     struct verify_ctx *ctx = (struct verify_ctx *)data;
     verify_table_object(ctx, "obj_to_id", (VALUE)key, RUBY_FL_SEEN_OBJ_ID);
     st_data_t back;
-    if (!st_lookup(ctx->objspace->id_to_obj, value, &back) || back != key) {
+    if (!st_lookup(ctx->objspace->objid.id_to_obj, value, &back) || back != key) {
         report(ctx, "obj_to_id: %p's id does not lead back to it in id_to_obj", (void *)key);
     }
     return ST_CONTINUE;
@@ -559,14 +559,14 @@ mosaic_verify_heap(mosaic_objspace_t *objspace, bool raise_on_error)
      * function stop with rb_bug, as it would in a real collection. */
     /* After a collection that moved objects, the roots too (not during_gc: CRuby walks them
      * with its own mark function, world stopped by the barrier above). */
-    if (objspace->verify_roots_due) {
-        objspace->verify_roots_due = false;
+    if (objspace->checks.verify_roots_due) {
+        objspace->checks.verify_roots_due = false;
         size_t bad_roots = mosaic_verify_roots(objspace);
         if (bad_roots) report(&ctx, "%zu roots name dead slots after a compaction (see above)", bad_roots);
     }
     bool was_during_gc = objspace->during_gc;
     objspace->during_gc = true;
-    objspace->verify_ctx = &ctx;
+    objspace->checks.verify_ctx = &ctx;
 
     /* CRuby's weak tables; the generic ivar table's keys are kept (sorted) for the page walk. */
     verify_vm_weak_table(&ctx, RB_GC_VM_CI_TABLE, "call info table", T_IMEMO, 0);
@@ -595,9 +595,9 @@ mosaic_verify_heap(mosaic_objspace_t *objspace, bool raise_on_error)
     /* The empty-page pool: pages out of every class and out of the index, every slot free and
      * on the page's freelist (heap.c reuses that list as is for the same class). */
     size_t pooled = 0;
-    for (struct mosaic_page *page = objspace->pool; page; page = page->free_next) {
-        if (++pooled > objspace->pool_count) {
-            report(&ctx, "the pool holds more pages than pool_count (%zu), or a cycle", objspace->pool_count);
+    for (struct mosaic_page *page = objspace->pool.head; page; page = page->free_next) {
+        if (++pooled > objspace->pool.count) {
+            report(&ctx, "the pool holds more pages than pool_count (%zu), or a cycle", objspace->pool.count);
             break;
         }
         if (mosaic_pointer_to_slot_p(objspace, (void *)page->start)) {
@@ -618,34 +618,34 @@ mosaic_verify_heap(mosaic_objspace_t *objspace, bool raise_on_error)
             }
         }
     }
-    if (pooled != objspace->pool_count) {
-        report(&ctx, "%zu pages in the pool, pool_count says %zu", pooled, objspace->pool_count);
+    if (pooled != objspace->pool.count) {
+        report(&ctx, "%zu pages in the pool, pool_count says %zu", pooled, objspace->pool.count);
     }
-    if (pages != objspace->sorted_count) {
-        report(&ctx, "%zu pages in the heaps, %zu in the sorted index", pages, objspace->sorted_count);
+    if (pages != objspace->pages.sorted_count) {
+        report(&ctx, "%zu pages in the heaps, %zu in the sorted index", pages, objspace->pages.sorted_count);
     }
     /* The address index holds the same pages: a lookup of each page's first slot finds it, and
      * it has no other entry. */
     size_t indexed = 0;
-    for (size_t i = 0; objspace->page_index && i <= objspace->page_index_mask; i++) indexed += objspace->page_index[i] != NULL;
-    if (indexed != objspace->sorted_count) {
-        report(&ctx, "%zu pages in the address index, %zu in the sorted index", indexed, objspace->sorted_count);
+    for (size_t i = 0; objspace->pages.index && i <= objspace->pages.index_mask; i++) indexed += objspace->pages.index[i] != NULL;
+    if (indexed != objspace->pages.sorted_count) {
+        report(&ctx, "%zu pages in the address index, %zu in the sorted index", indexed, objspace->pages.sorted_count);
     }
-    for (size_t i = 0; i < objspace->sorted_count; i++) {
-        struct mosaic_page *page = objspace->sorted_pages[i];
+    for (size_t i = 0; i < objspace->pages.sorted_count; i++) {
+        struct mosaic_page *page = objspace->pages.sorted[i];
         if (page->total_slots && !mosaic_pointer_to_slot_p(objspace, (void *)page->start)) {
             report(&ctx, "page %p: the address index does not find its first slot", (void *)page->body);
         }
     }
-    st_foreach(objspace->obj_to_id, verify_obj_to_id_i, (st_data_t)&ctx);
-    st_foreach(objspace->id_to_obj, verify_id_to_obj_i, (st_data_t)&ctx);
-    if (objspace->finalizer_table) st_foreach(objspace->finalizer_table, verify_finalizer_i, (st_data_t)&ctx);
+    st_foreach(objspace->objid.obj_to_id, verify_obj_to_id_i, (st_data_t)&ctx);
+    st_foreach(objspace->objid.id_to_obj, verify_id_to_obj_i, (st_data_t)&ctx);
+    if (objspace->finalize.table) st_foreach(objspace->finalize.table, verify_finalizer_i, (st_data_t)&ctx);
     /* Both ways: as many entries as flagged objects (each flagged object was found above). */
-    if (objspace->obj_to_id->num_entries != ctx.seen_obj_id || objspace->id_to_obj->num_entries != ctx.seen_obj_id) {
+    if (objspace->objid.obj_to_id->num_entries != ctx.seen_obj_id || objspace->objid.id_to_obj->num_entries != ctx.seen_obj_id) {
         report(&ctx, "obj_to_id has %zu entries and id_to_obj %zu, but %zu objects have FL_SEEN_OBJ_ID",
-               (size_t)objspace->obj_to_id->num_entries, (size_t)objspace->id_to_obj->num_entries, ctx.seen_obj_id);
+               (size_t)objspace->objid.obj_to_id->num_entries, (size_t)objspace->objid.id_to_obj->num_entries, ctx.seen_obj_id);
     }
-    size_t finalizers = objspace->finalizer_table ? objspace->finalizer_table->num_entries : 0;
+    size_t finalizers = objspace->finalize.table ? objspace->finalize.table->num_entries : 0;
     if (finalizers != ctx.finalizable) {
         report(&ctx, "the finalizer table has %zu entries, but %zu objects have FL_FINALIZE", finalizers, ctx.finalizable);
     }
@@ -654,14 +654,14 @@ mosaic_verify_heap(mosaic_objspace_t *objspace, bool raise_on_error)
                ctx.exivar_keys.size, ctx.exivar);
     }
     mosaic_ptr_vec_free(&ctx.exivar_keys);
-    if (objspace->compacting) report(&ctx, "compaction did not finish (compacting is still set)");
+    if (objspace->compact.compacting) report(&ctx, "compaction did not finish (compacting is still set)");
 
     size_t counted_live = mosaic_live_slots(objspace);
     if (live != counted_live) {
         report(&ctx, "%zu live slots found, counters say %zu", live, counted_live);
     }
 
-    objspace->verify_ctx = NULL;
+    objspace->checks.verify_ctx = NULL;
     objspace->during_gc = was_during_gc;
     rb_gc_vm_unlock(lev);
 
@@ -728,7 +728,7 @@ verify_retrace_queue(struct verify_ctx *ctx, mosaic_objspace_t *objspace)
 {
     st_table *queued = st_init_numtable();
     size_t entries = 0;
-    for (const struct mosaic_mark_chunk *c = objspace->retrace.top; c; c = c->prev) {
+    for (const struct mosaic_mark_chunk *c = objspace->incremental.retrace.top; c; c = c->prev) {
         for (size_t i = 0; i < c->used; i++) {
             VALUE obj = c->items[i];
             entries++;
@@ -741,13 +741,13 @@ verify_retrace_queue(struct verify_ctx *ctx, mosaic_objspace_t *objspace)
         }
     }
     size_t bits = 0;
-    for (size_t p = 0; p < objspace->sorted_count; p++) {
-        const struct mosaic_page *page = objspace->sorted_pages[p];
+    for (size_t p = 0; p < objspace->pages.sorted_count; p++) {
+        const struct mosaic_page *page = objspace->pages.sorted[p];
         for (size_t w = 0; w < MOSAIC_BITMAP_WORDS; w++) bits += __builtin_popcountll(page->retrace_bits[w]);
     }
-    if (bits != entries || entries != objspace->retrace_queued) {
+    if (bits != entries || entries != objspace->incremental.retrace_queued) {
         report(ctx, "the re-grey queue has %zu entries (counted %zu) but %zu retrace bits are set",
-               entries, objspace->retrace_queued, bits);
+               entries, objspace->incremental.retrace_queued, bits);
     }
     st_free_table(queued);
 }
@@ -768,7 +768,7 @@ mosaic_verify_tricolor(mosaic_objspace_t *objspace)
     struct verify_ctx ctx = { .objspace = objspace, .tricolor = true };
     st_table *grey = st_init_numtable();
     mosaic_mark_stack_each(objspace, grey_add_i, grey);
-    objspace->verify_ctx = &ctx;
+    objspace->checks.verify_ctx = &ctx;
     for (int h = 0; h < MOSAIC_HEAP_COUNT; h++) {
         struct mosaic_heap *heap = &objspace->heaps[h];
         for (size_t j = 0; j < heap->page_count; j++) {
@@ -807,7 +807,7 @@ mosaic_verify_tricolor(mosaic_objspace_t *objspace)
         mosaic_ptr_vec_free(&ctx.frontier);
     }
     mosaic_ptr_vec_free(&ctx.black_to_white);
-    objspace->verify_ctx = NULL;
+    objspace->checks.verify_ctx = NULL;
     st_free_table(grey);
     return ctx.errors;
 }

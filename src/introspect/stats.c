@@ -160,48 +160,48 @@ mosaic_stat(mosaic_objspace_t *objspace, VALUE hash_or_sym)
     FIGURE(marking_time, st->marking_time_ns / 1000000);
     FIGURE(sweeping_time, st->sweeping_time_ns / 1000000);
     FIGURE(heap_allocated_pages, mosaic_heap_allocated_pages(objspace));
-    FIGURE(heap_empty_pages, objspace->pool_count);
-    FIGURE(heap_allocatable_slots, mosaic_add_sat(mosaic_add_sat(SUM_HEAPS(allocatable_slots), objspace->allocatable_bytes / MOSAIC_BASE_SLOT_SIZE),
+    FIGURE(heap_empty_pages, objspace->pool.count);
+    FIGURE(heap_allocatable_slots, mosaic_add_sat(mosaic_add_sat(SUM_HEAPS(allocatable_slots), objspace->pace.allocatable_bytes / MOSAIC_BASE_SLOT_SIZE),
                                                mosaic_pool_slots(objspace)));
     FIGURE(heap_available_slots, available);
     FIGURE(heap_live_slots, live);
     FIGURE(heap_free_slots, available - live - final);
     FIGURE(heap_final_slots, final);
     FIGURE(heap_marked_slots, st->marked_slots);
-    FIGURE(heap_eden_pages, objspace->sorted_count);
+    FIGURE(heap_eden_pages, objspace->pages.sorted_count);
     FIGURE(total_allocated_pages, SUM_HEAPS(total_allocated_pages));
     FIGURE(total_freed_pages, SUM_HEAPS(total_freed_pages));
     FIGURE(total_allocated_objects, allocated);
     FIGURE(total_freed_objects, freed);
     /* Atomic counters: the background sweeper's frees and other threads' mallocs change them
      * meanwhile (malloc.c). */
-    FIGURE(malloc_increase_bytes, __atomic_load_n(&objspace->malloc_increase, __ATOMIC_RELAXED));
-    FIGURE(malloc_increase_bytes_limit, objspace->malloc_limit);
+    FIGURE(malloc_increase_bytes, __atomic_load_n(&objspace->malloc.increase, __ATOMIC_RELAXED));
+    FIGURE(malloc_increase_bytes_limit, objspace->malloc.limit);
     FIGURE(minor_gc_count, st->minor_gc_count);
     FIGURE(major_gc_count, st->major_gc_count);
     FIGURE(compact_count, st->compact_count);
     FIGURE(read_barrier_faults, 0);
     FIGURE(total_moved_objects, st->total_moved_objects);
-    FIGURE(remembered_wb_unprotected_objects, objspace->old_wb_unprotected_objects);
-    FIGURE(remembered_wb_unprotected_objects_limit, objspace->old_wb_unprotected_limit);
-    FIGURE(old_objects, objspace->old_objects);
-    FIGURE(old_objects_limit, objspace->old_objects_limit);
-    FIGURE(oldmalloc_increase_bytes, __atomic_load_n(&objspace->oldmalloc_increase, __ATOMIC_RELAXED));
-    FIGURE(oldmalloc_increase_bytes_limit, objspace->oldmalloc_limit);
+    FIGURE(remembered_wb_unprotected_objects, objspace->gen.old_wb_unprotected_objects);
+    FIGURE(remembered_wb_unprotected_objects_limit, objspace->gen.old_wb_unprotected_limit);
+    FIGURE(old_objects, objspace->gen.old_objects);
+    FIGURE(old_objects_limit, objspace->gen.old_objects_limit);
+    FIGURE(oldmalloc_increase_bytes, __atomic_load_n(&objspace->malloc.old_increase, __ATOMIC_RELAXED));
+    FIGURE(oldmalloc_increase_bytes_limit, objspace->malloc.old_limit);
 
     /* Mosaic's own figures (documented in docs/DESIGN.md, "Memory"). */
-    FIGURE(mosaic_heap_target_bytes, objspace->heap_target_bytes);
+    FIGURE(mosaic_heap_target_bytes, objspace->pace.heap_target_bytes);
     FIGURE(mosaic_live_bytes, objspace->live_bytes);
-    FIGURE(mosaic_malloc_live_bytes, objspace->malloc_live_bytes);
-    FIGURE(mosaic_pool_pages, objspace->pool_count);
-    FIGURE(mosaic_pages_returned, objspace->pages_returned);
+    FIGURE(mosaic_malloc_live_bytes, objspace->malloc.live_bytes);
+    FIGURE(mosaic_pool_pages, objspace->pool.count);
+    FIGURE(mosaic_pages_returned, objspace->pool.pages_returned);
     FIGURE(mosaic_malloc_trim_count, st->malloc_trim_count);
     FIGURE(mosaic_malloc_trim_time, st->malloc_trim_time_ns / 1000000);
     FIGURE(mosaic_memory_limit_bytes, objspace->params.memory_limit);
-    FIGURE(mosaic_memory_limit_set_aside, objspace->limit_set_aside);
+    FIGURE(mosaic_memory_limit_set_aside, objspace->pace.limit_set_aside);
     FIGURE(mosaic_memory_used_bytes, mosaic_pace_used_bytes(objspace));
     FIGURE(mosaic_growth_step_bytes, mosaic_pace_growth_step(objspace));
-    FIGURE(mosaic_growth_trigger_bytes, objspace->growth_trigger_bytes);
+    FIGURE(mosaic_growth_trigger_bytes, objspace->pace.growth_trigger_bytes);
     FIGURE(mosaic_grown_bytes, mosaic_pace_grown_bytes(objspace));
     FIGURE(mosaic_gc_wall_time, st->gc_wall_ns / 1000000);
     /* The background sweeper's totals take its lock: read only when a figure needs them. */
@@ -246,7 +246,7 @@ mosaic_stat(mosaic_objspace_t *objspace, VALUE hash_or_sym)
         if (wanted) {
             struct mosaic_memory now;
             mosaic_memory_breakdown(objspace, &now, NIL_P(hash) ? MOSAIC_MEASURE_NOW : MOSAIC_MEASURE_NONE);
-            const struct mosaic_memory *peak = &objspace->memory_peak;
+            const struct mosaic_memory *peak = &objspace->memory.peak;
 #define MOSAIC_SET_MEMORY(name) FIGURE(mosaic_##name##_bytes, now.name); FIGURE(mosaic_peak_##name##_bytes, peak->name);
             MOSAIC_MEMORY_FIELDS(MOSAIC_SET_MEMORY)
 #undef MOSAIC_SET_MEMORY
@@ -326,7 +326,7 @@ gc_info_decode(mosaic_objspace_t *objspace, VALUE hash_or_key, unsigned int flag
 } while (0)
 
     SET(major_by, major_reason_sym(flags));
-    if (current) SET(need_major_by, major_reason_sym(objspace->need_major));
+    if (current) SET(need_major_by, major_reason_sym(objspace->gen.need_major));
     VALUE gc_by = (flags & MOSAIC_REASON_NEWOBJ) ? SYM(newobj)
                 : (flags & MOSAIC_REASON_MALLOC) ? SYM(malloc)
                 : (flags & MOSAIC_REASON_METHOD) ? SYM(method)

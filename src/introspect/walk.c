@@ -31,10 +31,10 @@ static void
 walk_snapshot(struct walk *w)
 {
     mosaic_objspace_t *objspace = w->objspace;
-    w->count = objspace->sorted_count;
+    w->count = objspace->pages.sorted_count;
     w->pages = malloc((w->count ? w->count : 1) * sizeof(struct mosaic_page *));
     if (!w->pages) rb_memerror();
-    memcpy(w->pages, objspace->sorted_pages, w->count * sizeof(struct mosaic_page *));
+    memcpy(w->pages, objspace->pages.sorted, w->count * sizeof(struct mosaic_page *));
     __atomic_add_fetch(&objspace->heap_walk_depth, 1, __ATOMIC_SEQ_CST);
 }
 

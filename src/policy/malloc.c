@@ -69,9 +69,9 @@ mosaic_malloc_decrease(mosaic_objspace_t *objspace, size_t size)
     if (!objspace || size == 0) return;
     size_t *tally = sweep_tally;
     if (tally) *tally += size;
-    atomic_sub_to_zero(&objspace->malloc_increase, size);
-    atomic_sub_to_zero(&objspace->oldmalloc_increase, size);
-    atomic_sub_to_zero(&objspace->malloc_bytes, size);
+    atomic_sub_to_zero(&objspace->malloc.increase, size);
+    atomic_sub_to_zero(&objspace->malloc.old_increase, size);
+    atomic_sub_to_zero(&objspace->malloc.bytes, size);
 }
 
 static bool
@@ -79,7 +79,7 @@ can_collect_here(mosaic_objspace_t *objspace)
 {
     /* No lock here: dont_gc and sorted_count are changed by other Ractors under the VM lock. */
     return !objspace->during_gc && !__atomic_load_n(&objspace->dont_gc, __ATOMIC_RELAXED) &&
-        __atomic_load_n(&objspace->sorted_count, __ATOMIC_RELAXED) > 0 &&
+        __atomic_load_n(&objspace->pages.sorted_count, __ATOMIC_RELAXED) > 0 &&
         ruby_native_thread_p() && ruby_thread_has_gvl_p();
 }
 
@@ -87,15 +87,15 @@ void
 mosaic_malloc_increase(mosaic_objspace_t *objspace, size_t size, bool may_collect)
 {
     if (!objspace || size == 0) return;
-    size_t now = __atomic_add_fetch(&objspace->malloc_increase, size, __ATOMIC_RELAXED);
-    __atomic_add_fetch(&objspace->oldmalloc_increase, size, __ATOMIC_RELAXED);
-    __atomic_add_fetch(&objspace->malloc_bytes, size, __ATOMIC_RELAXED);
+    size_t now = __atomic_add_fetch(&objspace->malloc.increase, size, __ATOMIC_RELAXED);
+    __atomic_add_fetch(&objspace->malloc.old_increase, size, __ATOMIC_RELAXED);
+    __atomic_add_fetch(&objspace->malloc.bytes, size, __ATOMIC_RELAXED);
     /* While GC is disabled nothing is flagged: a pending flag would send every allocation to
      * the slow path for nothing. The increase stays counted; the first malloc after
      * GC.enable crosses the limit again. */
     /* grown_since_gc atomically: another Ractor may be adding a page under the VM lock (alloc.c). */
-    size_t grown = __atomic_load_n(&objspace->grown_since_gc, __ATOMIC_RELAXED);
-    if ((now > objspace->malloc_limit || mosaic_add_sat(now, grown) > objspace->growth_trigger_bytes) &&
+    size_t grown = __atomic_load_n(&objspace->pace.grown_since_gc, __ATOMIC_RELAXED);
+    if ((now > objspace->malloc.limit || mosaic_add_sat(now, grown) > objspace->pace.growth_trigger_bytes) &&
         !objspace->during_gc && !__atomic_load_n(&objspace->dont_gc, __ATOMIC_RELAXED)) {
         if (may_collect && can_collect_here(objspace)) {
             mosaic_collect(objspace, MOSAIC_REASON_MALLOC | MOSAIC_REASON_INSIDE_MALLOC);
@@ -138,7 +138,7 @@ static void
 count_freed_pages(mosaic_objspace_t *objspace, size_t size)
 {
     if (objspace && size > 4096 && size < ((size_t)128 << 10)) {
-        __atomic_fetch_add(&objspace->libc_freed_page_bytes, size - 4096, __ATOMIC_RELAXED);
+        __atomic_fetch_add(&objspace->memory.libc_freed_page_bytes, size - 4096, __ATOMIC_RELAXED);
     }
 }
 

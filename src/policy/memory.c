@@ -65,9 +65,9 @@ rss_bytes(void)
 static size_t
 metadata_bytes(mosaic_objspace_t *objspace)
 {
-    size_t n = (objspace->sorted_count + objspace->pool_count) * sizeof(struct mosaic_page);
+    size_t n = (objspace->pages.sorted_count + objspace->pool.count) * sizeof(struct mosaic_page);
     n += mosaic_arena_metadata_bytes(objspace);
-    n += objspace->sorted_capa * sizeof(struct mosaic_page *);
+    n += objspace->pages.sorted_capa * sizeof(struct mosaic_page *);
     for (int i = 0; i < MOSAIC_HEAP_COUNT; i++) n += objspace->heaps[i].page_capa * sizeof(struct mosaic_page *);
     return n;
 }
@@ -83,9 +83,9 @@ metadata_bytes(mosaic_objspace_t *objspace)
 static size_t
 libc_chunks_estimate(const mosaic_objspace_t *objspace)
 {
-    size_t malloc_now = __atomic_load_n(&objspace->malloc_bytes, __ATOMIC_RELAXED);
-    size_t freed = objspace->libc_walked_malloc > malloc_now ? objspace->libc_walked_malloc - malloc_now : 0;
-    return mosaic_add_sat(objspace->libc_walked_chunks, freed / MOSAIC_FREED_CHUNK_BYTES);
+    size_t malloc_now = __atomic_load_n(&objspace->malloc.bytes, __ATOMIC_RELAXED);
+    size_t freed = objspace->memory.libc_walked_malloc > malloc_now ? objspace->memory.libc_walked_malloc - malloc_now : 0;
+    return mosaic_add_sat(objspace->memory.libc_walked_chunks, freed / MOSAIC_FREED_CHUNK_BYTES);
 }
 
 /* The walk budget (header): true when at least 100 times the next walk's estimated cost has
@@ -97,11 +97,11 @@ libc_chunks_estimate(const mosaic_objspace_t *objspace)
 static bool
 libc_walk_due(const mosaic_objspace_t *objspace)
 {
-    if (!objspace->libc_walked_at_ns) return true;
-    double then = (double)objspace->libc_walked_chunks + 1.0;
+    if (!objspace->memory.libc_walked_at_ns) return true;
+    double then = (double)objspace->memory.libc_walked_chunks + 1.0;
     double next = (double)libc_chunks_estimate(objspace) + 1.0;
-    double cost_ns = (double)objspace->libc_walk_ns * next / then;
-    return (double)(mosaic_now_ns() - objspace->libc_walked_at_ns) >= cost_ns * 100.0;
+    double cost_ns = (double)objspace->memory.libc_walk_ns * next / then;
+    return (double)(mosaic_now_ns() - objspace->memory.libc_walked_at_ns) >= cost_ns * 100.0;
 }
 
 /* A walk of `chunks` free chunks, started at start_ns, has ended: its cost and what the
@@ -110,10 +110,10 @@ static void
 libc_walk_done(mosaic_objspace_t *objspace, uint64_t start_ns, size_t chunks, bool by_collector)
 {
     uint64_t end = mosaic_now_ns();
-    objspace->libc_walk_ns = end - start_ns;
-    if (by_collector) objspace->libc_walked_at_ns = end;
-    objspace->libc_walked_chunks = chunks;
-    objspace->libc_walked_malloc = __atomic_load_n(&objspace->malloc_bytes, __ATOMIC_RELAXED);
+    objspace->memory.libc_walk_ns = end - start_ns;
+    if (by_collector) objspace->memory.libc_walked_at_ns = end;
+    objspace->memory.libc_walked_chunks = chunks;
+    objspace->memory.libc_walked_malloc = __atomic_load_n(&objspace->malloc.bytes, __ATOMIC_RELAXED);
 }
 
 /* glibc's figures now (mallinfo2's walk), kept in libc_measured. */
@@ -123,10 +123,10 @@ libc_measure(mosaic_objspace_t *objspace, bool by_collector)
     uint64_t start = mosaic_now_ns();
     struct mallinfo2 mi = mallinfo2();
     libc_walk_done(objspace, start, mi.ordblks + mi.smblks, by_collector);
-    objspace->libc_measured.libc_in_use = mi.uordblks + mi.hblkhd;
-    objspace->libc_measured.libc_free = mi.fordblks;
-    objspace->libc_measured.libc_mmap = mi.hblkhd;
-    objspace->libc_measured_malloc = objspace->libc_walked_malloc;
+    objspace->memory.libc_measured.libc_in_use = mi.uordblks + mi.hblkhd;
+    objspace->memory.libc_measured.libc_free = mi.fordblks;
+    objspace->memory.libc_measured.libc_mmap = mi.hblkhd;
+    objspace->memory.libc_measured_malloc = objspace->memory.libc_walked_malloc;
     return mi;
 }
 
@@ -134,8 +134,8 @@ libc_measure(mosaic_objspace_t *objspace, bool by_collector)
 static void
 libc_estimate(const mosaic_objspace_t *objspace, struct mosaic_memory *m)
 {
-    const struct mosaic_memory *w = &objspace->libc_measured;
-    size_t now = m->malloc, then = objspace->libc_measured_malloc;
+    const struct mosaic_memory *w = &objspace->memory.libc_measured;
+    size_t now = m->malloc, then = objspace->memory.libc_measured_malloc;
     m->libc_mmap = w->libc_mmap;
     if (now >= then) {
         size_t grew = now - then;
@@ -168,17 +168,17 @@ mosaic_memory_breakdown(mosaic_objspace_t *objspace, struct mosaic_memory *m, en
         m->heap_live += used * heap->slot_size;
         m->heap_free += (heap->total_slots - used) * heap->slot_size;
     }
-    m->heap_pages = objspace->sorted_count * MOSAIC_PAGE_SIZE;
-    m->heap_pooled = objspace->pool_count * MOSAIC_PAGE_SIZE;
+    m->heap_pages = objspace->pages.sorted_count * MOSAIC_PAGE_SIZE;
+    m->heap_pooled = objspace->pool.count * MOSAIC_PAGE_SIZE;
     m->metadata = metadata_bytes(objspace);
-    m->malloc = __atomic_load_n(&objspace->malloc_bytes, __ATOMIC_RELAXED);
+    m->malloc = __atomic_load_n(&objspace->malloc.bytes, __ATOMIC_RELAXED);
 #ifdef __GLIBC__
     if (measure == MOSAIC_MEASURE_NOW) libc_measure(objspace, false);
     else if (measure == MOSAIC_MEASURE_PACED && libc_walk_due(objspace)) libc_measure(objspace, true);
     libc_estimate(objspace, m);  /* after a walk just now: its figures exactly */
 #endif  /* not glibc: no mallinfo2, the libc figures stay 0 */
-    if (measure != MOSAIC_MEASURE_NONE) objspace->rss_measured = rss_bytes();
-    m->rss = objspace->rss_measured;
+    if (measure != MOSAIC_MEASURE_NONE) objspace->memory.rss_measured = rss_bytes();
+    m->rss = objspace->memory.rss_measured;
     size_t accounted = m->heap_pages + m->heap_pooled + m->libc_in_use + m->libc_free;
     m->other = m->rss > accounted ? m->rss - accounted : 0;
 }
@@ -212,8 +212,8 @@ mosaic_memory_measure_overhead(mosaic_objspace_t *objspace)
 {
     size_t rss = rss_bytes();
     size_t counted = mosaic_pace_counted_bytes(objspace);
-    objspace->rss_overhead_bytes = rss > counted ? rss - counted : 0;
-    objspace->rss_measured = rss;
+    objspace->memory.rss_overhead_bytes = rss > counted ? rss - counted : 0;
+    objspace->memory.rss_measured = rss;
     return rss;
 }
 
@@ -226,14 +226,14 @@ mosaic_memory_after_gc(mosaic_objspace_t *objspace, unsigned int reason)
         size_t pause_us = (size_t)((mosaic_now_ns() - objspace->gc_start_ns) / 1000);
         /* A major GC marked in steps ends at its final pause: how many steps it took. */
         char steps[80] = "";
-        if (objspace->marked_in_steps) {
+        if (objspace->incremental.marked_in_steps) {
             snprintf(steps, sizeof(steps), ", %zu steps",
-                     objspace->stats.incremental_steps - objspace->incremental_steps_at_start);
+                     objspace->stats.incremental_steps - objspace->incremental.steps_at_start);
         }
-        else if (objspace->latest_mark_ns) {
+        else if (objspace->mark.latest_ns) {
             /* Marked at once: the mark's share of the pause, and for a minor GC the objects it
              * traced from the remembered set (remembered, or old and wb-unprotected). */
-            size_t mark_us = (size_t)(objspace->latest_mark_ns / 1000);
+            size_t mark_us = (size_t)(objspace->mark.latest_ns / 1000);
             int n = snprintf(steps, sizeof(steps), ", mark %zu.%03zu ms", mark_us / 1000, mark_us % 1000);
             if (!(reason & MOSAIC_REASON_FULL_MARK) && n > 0 && (size_t)n < sizeof(steps)) {
                 snprintf(steps + n, sizeof(steps) - (size_t)n, ", %zuk rescanned",
@@ -245,16 +245,16 @@ mosaic_memory_after_gc(mosaic_objspace_t *objspace, unsigned int reason)
                 "malloc %.1f MiB, limit %.1f, oldmalloc %.1f/%.1f | %zu.%03zu ms, gc %.0f%% of time\n",
                 objspace->stats.count, (reason & MOSAIC_REASON_FULL_MARK) ? "major" : "minor",
                 reason_name(reason), steps, mib(objspace->heap_bytes_at_gc), mib(objspace->live_bytes),
-                objspace->old_objects / 1000,
-                mib(objspace->sorted_count * MOSAIC_PAGE_SIZE), mib(objspace->heap_target_bytes),
-                mib(objspace->pool_count * MOSAIC_PAGE_SIZE), mib(mosaic_pace_growth_step(objspace)),
-                mib(objspace->malloc_bytes_at_gc),
-                mib(objspace->malloc_limit), mib(objspace->oldmalloc_held_bytes), mib(objspace->oldmalloc_limit),
-                pause_us / 1000, pause_us % 1000, objspace->gc_time_share * 100);
+                objspace->gen.old_objects / 1000,
+                mib(objspace->pages.sorted_count * MOSAIC_PAGE_SIZE), mib(objspace->pace.heap_target_bytes),
+                mib(objspace->pool.count * MOSAIC_PAGE_SIZE), mib(mosaic_pace_growth_step(objspace)),
+                mib(objspace->malloc.bytes_at_gc),
+                mib(objspace->malloc.limit), mib(objspace->pace.oldmalloc_held_bytes), mib(objspace->malloc.old_limit),
+                pause_us / 1000, pause_us % 1000, objspace->pace.gc_time_share * 100);
     }
     size_t rss = mosaic_memory_measure_overhead(objspace);
-    if (rss > objspace->memory_peak.rss + objspace->memory_peak.rss / 50) {
-        mosaic_memory_breakdown(objspace, &objspace->memory_peak, MOSAIC_MEASURE_PACED);
+    if (rss > objspace->memory.peak.rss + objspace->memory.peak.rss / 50) {
+        mosaic_memory_breakdown(objspace, &objspace->memory.peak, MOSAIC_MEASURE_PACED);
     }
 }
 
@@ -270,8 +270,8 @@ libc_idle_grew(mosaic_objspace_t *objspace)
 {
     struct mallinfo2 mi = libc_measure(objspace, true);
     size_t idle = mi.fordblks > mi.keepcost ? mi.fordblks - mi.keepcost : 0;
-    if (idle < objspace->idle_at_trim) objspace->idle_at_trim = idle;
-    return idle >= MOSAIC_TRIM_IDLE && idle >= mosaic_add_sat(objspace->idle_at_trim, MOSAIC_TRIM_IDLE);
+    if (idle < objspace->memory.idle_at_trim) objspace->memory.idle_at_trim = idle;
+    return idle >= MOSAIC_TRIM_IDLE && idle >= mosaic_add_sat(objspace->memory.idle_at_trim, MOSAIC_TRIM_IDLE);
 }
 
 /* malloc_trim(0) when `always`, else by the rule below (mosaic_memory_after_sweep); the trim
@@ -289,11 +289,11 @@ trim_malloc(mosaic_objspace_t *objspace, bool always)
      * budget, when glibc's idle figure grew (libc_idle_grew). A trim that returns little walks
      * every free chunk for nothing: 20 ms with the 100k 1-3 KB chunks of every other string of
      * an array dropped, where every major that found 1 MiB more overhead did it again. */
-    size_t overhead = objspace->rss_overhead_bytes;
-    if (overhead < objspace->overhead_at_trim) objspace->overhead_at_trim = overhead;
-    bool grew = overhead >= mosaic_add_sat(objspace->overhead_at_trim, MOSAIC_TRIM_IDLE);
-    bool pages_freed = __atomic_load_n(&objspace->libc_freed_page_bytes, __ATOMIC_RELAXED) >= MOSAIC_TRIM_IDLE;
-    bool paid = objspace->trim_returned_bytes >= MOSAIC_TRIM_IDLE;
+    size_t overhead = objspace->memory.rss_overhead_bytes;
+    if (overhead < objspace->memory.overhead_at_trim) objspace->memory.overhead_at_trim = overhead;
+    bool grew = overhead >= mosaic_add_sat(objspace->memory.overhead_at_trim, MOSAIC_TRIM_IDLE);
+    bool pages_freed = __atomic_load_n(&objspace->memory.libc_freed_page_bytes, __ATOMIC_RELAXED) >= MOSAIC_TRIM_IDLE;
+    bool paid = objspace->memory.trim_returned_bytes >= MOSAIC_TRIM_IDLE;
     bool due = libc_walk_due(objspace);
     if (always || mosaic_pace_near_limit(objspace) || (grew && (pages_freed || paid || due)) ||
         (due && libc_idle_grew(objspace))) {
@@ -302,11 +302,11 @@ trim_malloc(mosaic_objspace_t *objspace, bool always)
         /* The chunks it walked are not known: the estimate's, so that the budget counts a
          * 20 ms trim as a 20 ms walk. */
         libc_walk_done(objspace, start, libc_chunks_estimate(objspace), !always);
-        __atomic_store_n(&objspace->libc_freed_page_bytes, 0, __ATOMIC_RELAXED);
+        __atomic_store_n(&objspace->memory.libc_freed_page_bytes, 0, __ATOMIC_RELAXED);
         mosaic_memory_measure_overhead(objspace);
-        objspace->trim_returned_bytes = overhead > objspace->rss_overhead_bytes ? overhead - objspace->rss_overhead_bytes : 0;
-        objspace->overhead_at_trim = objspace->rss_overhead_bytes;
-        objspace->idle_at_trim = MOSAIC_SIZE_MAX;
+        objspace->memory.trim_returned_bytes = overhead > objspace->memory.rss_overhead_bytes ? overhead - objspace->memory.rss_overhead_bytes : 0;
+        objspace->memory.overhead_at_trim = objspace->memory.rss_overhead_bytes;
+        objspace->memory.idle_at_trim = MOSAIC_SIZE_MAX;
         objspace->stats.malloc_trim_count++;
     }
     if (objspace->measure_time) objspace->stats.malloc_trim_time_ns += mosaic_now_ns() - t;
@@ -358,7 +358,7 @@ mosaic_memory_report(mosaic_objspace_t *objspace, const char *when)
 {
     struct mosaic_memory now;
     mosaic_memory_breakdown(objspace, &now, MOSAIC_MEASURE_NOW);
-    const struct mosaic_memory *peak = &objspace->memory_peak;
+    const struct mosaic_memory *peak = &objspace->memory.peak;
     fprintf(stderr, "[mosaic] memory (MiB)     %10s %10s\n", when, "at peak");
 #define MOSAIC_MEMORY_LINE(name) \
     fprintf(stderr, "[mosaic]   %-18s %10.1f %10.1f\n", #name, mib(now.name), mib(peak->name));

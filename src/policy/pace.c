@@ -126,22 +126,22 @@ mosaic_pace_init(mosaic_objspace_t *objspace)
     for (int i = 0; i < MOSAIC_HEAP_COUNT; i++) {
         objspace->heaps[i].major_target_slots = objspace->params.heap_init_slots[i];
     }
-    objspace->malloc_limit = objspace->params.malloc_limit_min;
-    objspace->growth_trigger_bytes = objspace->malloc_limit > MOSAIC_GROWTH_STEP_MIN ? objspace->malloc_limit : MOSAIC_GROWTH_STEP_MIN;
-    objspace->oldmalloc_limit = objspace->params.oldmalloc_limit_min;
+    objspace->malloc.limit = objspace->params.malloc_limit_min;
+    objspace->pace.growth_trigger_bytes = objspace->malloc.limit > MOSAIC_GROWTH_STEP_MIN ? objspace->malloc.limit : MOSAIC_GROWTH_STEP_MIN;
+    objspace->malloc.old_limit = objspace->params.oldmalloc_limit_min;
     /* The GC time share counts from here: the first GC's interval is the boot before it. */
-    objspace->last_gc_end_ns = mosaic_now_ns();
+    objspace->pace.last_gc_end_ns = mosaic_now_ns();
     /* RSS and the overhead from the start (GC.stat's Hash reads them; memory.c). */
     mosaic_memory_measure_overhead(objspace);
-    objspace->stress_minor_countdown = objspace->params.stress_minor_every;
+    objspace->checks.stress_minor_countdown = objspace->params.stress_minor_every;
 }
 
 /* Page memory in use or held, plus what Ruby has malloc'd: what the soft limit bounds. */
 size_t
 mosaic_pace_counted_bytes(mosaic_objspace_t *objspace)
 {
-    size_t pages = objspace->sorted_count + objspace->pool_count;
-    return mosaic_add_sat(pages * MOSAIC_PAGE_SIZE, __atomic_load_n(&objspace->malloc_bytes, __ATOMIC_RELAXED));
+    size_t pages = objspace->pages.sorted_count + objspace->pool.count;
+    return mosaic_add_sat(pages * MOSAIC_PAGE_SIZE, __atomic_load_n(&objspace->malloc.bytes, __ATOMIC_RELAXED));
 }
 
 /* What the soft limit bounds: the resident memory of the process, estimated between GCs as
@@ -150,7 +150,7 @@ mosaic_pace_counted_bytes(mosaic_objspace_t *objspace)
 size_t
 mosaic_pace_used_bytes(mosaic_objspace_t *objspace)
 {
-    return mosaic_add_sat(mosaic_pace_counted_bytes(objspace), objspace->rss_overhead_bytes);
+    return mosaic_add_sat(mosaic_pace_counted_bytes(objspace), objspace->memory.rss_overhead_bytes);
 }
 
 /* True when a fresh page must not be mapped without collecting first (the soft limit). */
@@ -158,7 +158,7 @@ bool
 mosaic_pace_over_limit(mosaic_objspace_t *objspace)
 {
     size_t limit = objspace->params.memory_limit;
-    if (!limit || objspace->limit_set_aside) return false;
+    if (!limit || objspace->pace.limit_set_aside) return false;
     return mosaic_add_sat(mosaic_pace_used_bytes(objspace), MOSAIC_PAGE_SIZE) > limit;
 }
 
@@ -174,8 +174,8 @@ mosaic_pace_over_limit(mosaic_objspace_t *objspace)
 size_t
 mosaic_pace_growth_step(mosaic_objspace_t *objspace)
 {
-    size_t step = objspace->sorted_count * MOSAIC_PAGE_SIZE / MOSAIC_GROWTH_STEP_DIVISOR;
-    size_t by_malloc = objspace->malloc_live_bytes / MOSAIC_GROWTH_STEP_DIVISOR;
+    size_t step = objspace->pages.sorted_count * MOSAIC_PAGE_SIZE / MOSAIC_GROWTH_STEP_DIVISOR;
+    size_t by_malloc = objspace->malloc.live_bytes / MOSAIC_GROWTH_STEP_DIVISOR;
     if (by_malloc > step) step = by_malloc;
     return step < MOSAIC_GROWTH_STEP_MIN ? MOSAIC_GROWTH_STEP_MIN : step;
 }
@@ -185,7 +185,7 @@ bool
 mosaic_pace_grown_enough(mosaic_objspace_t *objspace)
 {
     size_t grown = mosaic_pace_grown_bytes(objspace);
-    return grown >= mosaic_pace_growth_step(objspace) && grown >= objspace->free_slots_floor_bytes;
+    return grown >= mosaic_pace_growth_step(objspace) && grown >= objspace->pace.free_slots_floor_bytes;
 }
 
 /* A class's live-data target after a major GC, per live slot: 1 / (1 - free_slots_goal_ratio)
@@ -228,16 +228,16 @@ mosaic_pace_after_fork(mosaic_objspace_t *objspace)
     /* Majors the parent's pacer asked for are answered by the same reasoning: the targets
      * were just raised, the old-object limits follow the promotion (mosaic_promote_all), and
      * the malloc the child inherited is its old-malloc baseline. */
-    objspace->need_major &= ~(unsigned int)(MOSAIC_REASON_MAJOR_NOFREE | MOSAIC_REASON_MAJOR_OLDGEN |
+    objspace->gen.need_major &= ~(unsigned int)(MOSAIC_REASON_MAJOR_NOFREE | MOSAIC_REASON_MAJOR_OLDGEN |
                                             MOSAIC_REASON_MAJOR_SHADY | MOSAIC_REASON_MAJOR_OLDMALLOC);
     /* Pages the parent's sweep was holding back for such a major (sweep.c) would stay off the
      * queues until the child's first GC, no major coming to release them: they join the
      * queues now, and the sweep holds nothing back any more. (The major the parent wanted
      * still comes in the parent, whose state this does not touch.) */
-    if (!objspace->need_major) mosaic_heap_release_reserves(objspace);
-    objspace->malloc_live_bytes = __atomic_load_n(&objspace->malloc_bytes, __ATOMIC_RELAXED);
-    objspace->oldmalloc_held_bytes = 0;
-    objspace->oldmalloc_trigger_bytes = 0;
+    if (!objspace->gen.need_major) mosaic_heap_release_reserves(objspace);
+    objspace->malloc.live_bytes = __atomic_load_n(&objspace->malloc.bytes, __ATOMIC_RELAXED);
+    objspace->pace.oldmalloc_held_bytes = 0;
+    objspace->pace.oldmalloc_trigger_bytes = 0;
     /* The parent's RSS is not the child's (GC.stat's Hash reads it until the child's first GC). */
     mosaic_memory_measure_overhead(objspace);
 }
@@ -249,10 +249,10 @@ void
 mosaic_pace_old_limits(mosaic_objspace_t *objspace)
 {
     const struct mosaic_params *params = &objspace->params;
-    objspace->old_objects_limit = mosaic_scale(objspace->old_objects, params->oldobject_limit_factor);
-    size_t by_count = mosaic_scale(objspace->old_wb_unprotected_objects, params->oldobject_limit_factor);
-    size_t by_ratio = mosaic_scale(objspace->old_objects, params->wb_unprotected_limit_ratio);
-    objspace->old_wb_unprotected_limit = by_count > by_ratio ? by_count : by_ratio;
+    objspace->gen.old_objects_limit = mosaic_scale(objspace->gen.old_objects, params->oldobject_limit_factor);
+    size_t by_count = mosaic_scale(objspace->gen.old_wb_unprotected_objects, params->oldobject_limit_factor);
+    size_t by_ratio = mosaic_scale(objspace->gen.old_objects, params->wb_unprotected_limit_ratio);
+    objspace->gen.old_wb_unprotected_limit = by_count > by_ratio ? by_count : by_ratio;
 }
 
 static void
@@ -262,11 +262,11 @@ pace_generations(mosaic_objspace_t *objspace)
 
     if (objspace->full_mark) mosaic_pace_old_limits(objspace);
     /* Checked after every GC, majors included: a factor below 1 makes every GC a major GC. */
-    if (objspace->old_objects > objspace->old_objects_limit) {
-        objspace->need_major |= MOSAIC_REASON_MAJOR_OLDGEN;
+    if (objspace->gen.old_objects > objspace->gen.old_objects_limit) {
+        objspace->gen.need_major |= MOSAIC_REASON_MAJOR_OLDGEN;
     }
-    if (objspace->old_wb_unprotected_objects > objspace->old_wb_unprotected_limit) {
-        objspace->need_major |= MOSAIC_REASON_MAJOR_SHADY;
+    if (objspace->gen.old_wb_unprotected_objects > objspace->gen.old_wb_unprotected_limit) {
+        objspace->gen.need_major |= MOSAIC_REASON_MAJOR_SHADY;
     }
 }
 
@@ -319,7 +319,7 @@ free_slots_floor_grow(mosaic_objspace_t *objspace, size_t room, size_t asked)
     if (ractors < 1) ractors = 1;
     if (ractors > 8) ractors = 8;
     size_t floor = mosaic_scale(objspace->params.heap_free_slots, (double)ractors * MOSAIC_BASE_SLOT_SIZE);
-    room = mosaic_add_sat(room, mosaic_add_sat(objspace->pool_count * MOSAIC_PAGE_SIZE, asked));
+    room = mosaic_add_sat(room, mosaic_add_sat(objspace->pool.count * MOSAIC_PAGE_SIZE, asked));
     if (room >= floor) return 0;
     size_t missing = floor - room;
     for (int i = 0; i < MOSAIC_HEAP_COUNT && missing > 0; i++) {
@@ -332,7 +332,7 @@ free_slots_floor_grow(mosaic_objspace_t *objspace, size_t room, size_t asked)
     }
     size_t pages = missing / MOSAIC_PAGE_SIZE + (missing % MOSAIC_PAGE_SIZE != 0);
     size_t bytes = pages > MOSAIC_SIZE_MAX / MOSAIC_PAGE_SIZE ? MOSAIC_SIZE_MAX : pages * MOSAIC_PAGE_SIZE;
-    size_t cap = objspace->sorted_count * MOSAIC_PAGE_SIZE;
+    size_t cap = objspace->pages.sorted_count * MOSAIC_PAGE_SIZE;
     if (cap < MOSAIC_FLOOR_GROW_MIN) cap = MOSAIC_FLOOR_GROW_MIN;
     return bytes < cap ? bytes : cap;
 }
@@ -342,7 +342,7 @@ static size_t
 limit_headroom(mosaic_objspace_t *objspace)
 {
     size_t limit = objspace->params.memory_limit;
-    if (!limit || objspace->limit_set_aside) return MOSAIC_SIZE_MAX;
+    if (!limit || objspace->pace.limit_set_aside) return MOSAIC_SIZE_MAX;
     size_t used = mosaic_pace_used_bytes(objspace);
     return used < limit ? limit - used : 0;
 }
@@ -352,10 +352,10 @@ mosaic_pace_after_mark(mosaic_objspace_t *objspace)
 {
     const struct mosaic_params *params = &objspace->params;
     size_t shared_grow_bytes = 0, live_bytes = 0, room_bytes = 0;
-    size_t target_pages = objspace->sorted_count;
+    size_t target_pages = objspace->pages.sorted_count;
     bool minor = !objspace->full_mark && params->generational;
     bool grow_minor = minor && params->allow_full_mark;
-    bool major_due = grow_minor && objspace->stats.count - objspace->last_major_count >= MOSAIC_OLD_AGE;
+    bool major_due = grow_minor && objspace->stats.count - objspace->gen.last_major_count >= MOSAIC_OLD_AGE;
     double target_factor = major_target_factor(params);
     pace_generations(objspace);
 
@@ -404,7 +404,7 @@ mosaic_pace_after_mark(mosaic_objspace_t *objspace)
                 /* A class that allocation does not churn neither grows nor asks for a major
                  * GC that would free nothing in it (it asked every fourth GC in gcbench). */
                 if (over_target || churning(heap, live)) {
-                    objspace->need_major |= MOSAIC_REASON_MAJOR_NOFREE;
+                    objspace->gen.need_major |= MOSAIC_REASON_MAJOR_NOFREE;
                 }
                 continue;
             }
@@ -421,30 +421,30 @@ mosaic_pace_after_mark(mosaic_objspace_t *objspace)
     /* Only the classes' own asks make a minor GC that cannot have them ask for a major: the
      * floor is cut to what fits, whatever it is. */
     if (shared_grow_bytes > headroom && minor && params->allow_full_mark) {
-        objspace->need_major |= MOSAIC_REASON_MAJOR_NOFREE;
+        objspace->gen.need_major |= MOSAIC_REASON_MAJOR_NOFREE;
     }
     shared_grow_bytes = mosaic_add_sat(shared_grow_bytes, floor_grow);
     if (shared_grow_bytes > headroom) shared_grow_bytes = headroom / MOSAIC_PAGE_SIZE * MOSAIC_PAGE_SIZE;
-    objspace->allocatable_bytes = shared_grow_bytes;
+    objspace->pace.allocatable_bytes = shared_grow_bytes;
     /* The floor's budget may be taken whole before a GC, whatever the growth step; malloc
      * meanwhile counts in it as in the step (the growth trigger), so a program that mallocs
      * as it allocates keeps the floor too. (malloc_limit still collects as ever.) Under the
      * soft limit the trigger stays as the limit set it. */
-    objspace->free_slots_floor_bytes = floor_grow ? shared_grow_bytes : 0;
-    if (objspace->free_slots_floor_bytes > objspace->growth_trigger_bytes && headroom == MOSAIC_SIZE_MAX) {
-        objspace->growth_trigger_bytes = objspace->free_slots_floor_bytes;
+    objspace->pace.free_slots_floor_bytes = floor_grow ? shared_grow_bytes : 0;
+    if (objspace->pace.free_slots_floor_bytes > objspace->pace.growth_trigger_bytes && headroom == MOSAIC_SIZE_MAX) {
+        objspace->pace.growth_trigger_bytes = objspace->pace.free_slots_floor_bytes;
     }
-    objspace->grown_since_gc = 0;
+    objspace->pace.grown_since_gc = 0;
     objspace->live_bytes = live_bytes;
-    objspace->heap_target_bytes = mosaic_add_sat(target_pages * MOSAIC_PAGE_SIZE, shared_grow_bytes);
+    objspace->pace.heap_target_bytes = mosaic_add_sat(target_pages * MOSAIC_PAGE_SIZE, shared_grow_bytes);
 }
 
 static void
 limit_set_aside(mosaic_objspace_t *objspace, const char *why, size_t a, size_t b)
 {
-    objspace->limit_set_aside = true;
-    if (objspace->limit_warned) return;
-    objspace->limit_warned = true;
+    objspace->pace.limit_set_aside = true;
+    if (objspace->pace.limit_warned) return;
+    objspace->pace.limit_warned = true;
     fprintf(stderr, "[mosaic] warning: ");
     fprintf(stderr, why, a, b);
     fprintf(stderr, "; the heap grows past the limit\n");
@@ -464,25 +464,25 @@ limit_set_aside(mosaic_objspace_t *objspace, const char *why, size_t a, size_t b
 void
 mosaic_pace_gc_time(mosaic_objspace_t *objspace, uint64_t start_ns, uint64_t end_ns)
 {
-    uint64_t since = objspace->last_gc_end_ns && end_ns > objspace->last_gc_end_ns
-        ? end_ns - objspace->last_gc_end_ns : end_ns - start_ns;
+    uint64_t since = objspace->pace.last_gc_end_ns && end_ns > objspace->pace.last_gc_end_ns
+        ? end_ns - objspace->pace.last_gc_end_ns : end_ns - start_ns;
     uint64_t gc_ns = end_ns - start_ns;
     /* The snapshot follows the counters whether or not they advance now, so time measured
      * before GC.measure_total_time was switched off is not charged to a later interval. */
     uint64_t total = objspace->stats.marking_time_ns + objspace->stats.sweeping_time_ns;
-    if (objspace->measure_time && total > objspace->gc_ns_at_last_end &&
-        total - objspace->gc_ns_at_last_end > gc_ns) {
-        gc_ns = total - objspace->gc_ns_at_last_end;
+    if (objspace->measure_time && total > objspace->pace.gc_ns_at_last_end &&
+        total - objspace->pace.gc_ns_at_last_end > gc_ns) {
+        gc_ns = total - objspace->pace.gc_ns_at_last_end;
     }
-    objspace->gc_ns_at_last_end = total;
+    objspace->pace.gc_ns_at_last_end = total;
     if (gc_ns > since) gc_ns = since;
-    objspace->gc_ns_recent = objspace->gc_ns_recent * (15.0 / 16.0) + (double)gc_ns;
-    objspace->all_ns_recent = objspace->all_ns_recent * (15.0 / 16.0) + (double)since;
-    objspace->last_gc_end_ns = end_ns;
-    double share = objspace->all_ns_recent > 0 ? objspace->gc_ns_recent / objspace->all_ns_recent : 0.0;
-    objspace->gc_time_share = share;
+    objspace->pace.gc_ns_recent = objspace->pace.gc_ns_recent * (15.0 / 16.0) + (double)gc_ns;
+    objspace->pace.all_ns_recent = objspace->pace.all_ns_recent * (15.0 / 16.0) + (double)since;
+    objspace->pace.last_gc_end_ns = end_ns;
+    double share = objspace->pace.all_ns_recent > 0 ? objspace->pace.gc_ns_recent / objspace->pace.all_ns_recent : 0.0;
+    objspace->pace.gc_time_share = share;
     size_t limit = objspace->params.memory_limit;
-    if (!limit || objspace->limit_set_aside || objspace->stats.count < 16) return;
+    if (!limit || objspace->pace.limit_set_aside || objspace->stats.count < 16) return;
     if (share > 0.5) {
         limit_set_aside(objspace, "GC takes %zu%% of the time at the memory limit (%zu MiB)",
                         (size_t)(share * 100), limit >> 20);
@@ -498,44 +498,44 @@ mosaic_pace_gc_time(mosaic_objspace_t *objspace, uint64_t start_ns, uint64_t end
 void
 mosaic_pace_after_sweep(mosaic_objspace_t *objspace)
 {
-    size_t survivors = objspace->malloc_bytes_at_gc > objspace->malloc_freed_by_sweep
-        ? objspace->malloc_bytes_at_gc - objspace->malloc_freed_by_sweep : 0;
+    size_t survivors = objspace->malloc.bytes_at_gc > objspace->malloc.freed_by_sweep
+        ? objspace->malloc.bytes_at_gc - objspace->malloc.freed_by_sweep : 0;
     if (!objspace->full_mark) {
         const struct mosaic_params *params = &objspace->params;
         /* Malloc freed since the major (a buffer cleared, young owners that died) is no
          * credit for old garbage: the baseline follows the survivors down, never up. */
-        if (survivors < objspace->malloc_live_bytes) objspace->malloc_live_bytes = survivors;
-        size_t grown = survivors - objspace->malloc_live_bytes;
-        objspace->oldmalloc_held_bytes = grown;
-        if (params->generational && grown > objspace->oldmalloc_limit) {
-            objspace->need_major |= MOSAIC_REASON_MAJOR_OLDMALLOC;
-            objspace->oldmalloc_trigger_bytes = grown;
+        if (survivors < objspace->malloc.live_bytes) objspace->malloc.live_bytes = survivors;
+        size_t grown = survivors - objspace->malloc.live_bytes;
+        objspace->pace.oldmalloc_held_bytes = grown;
+        if (params->generational && grown > objspace->malloc.old_limit) {
+            objspace->gen.need_major |= MOSAIC_REASON_MAJOR_OLDMALLOC;
+            objspace->pace.oldmalloc_trigger_bytes = grown;
         }
         return;
     }
     /* A major GC run for old malloc raises the limit only when it found most of that malloc
      * live (the live data grew: majors at the old limit would find little to free); when it
      * freed most of it, the limit was right. */
-    if ((objspace->stats.latest_reason & MOSAIC_REASON_MAJOR_OLDMALLOC) && objspace->oldmalloc_trigger_bytes) {
+    if ((objspace->stats.latest_reason & MOSAIC_REASON_MAJOR_OLDMALLOC) && objspace->pace.oldmalloc_trigger_bytes) {
         const struct mosaic_params *params = &objspace->params;
-        size_t live_growth = survivors > objspace->malloc_live_bytes ? survivors - objspace->malloc_live_bytes : 0;
-        if (live_growth > objspace->oldmalloc_trigger_bytes / 2) {
-            size_t next = mosaic_scale(objspace->oldmalloc_limit, params->oldmalloc_limit_growth_factor);
-            objspace->oldmalloc_limit = next > params->oldmalloc_limit_max ? params->oldmalloc_limit_max : next;
+        size_t live_growth = survivors > objspace->malloc.live_bytes ? survivors - objspace->malloc.live_bytes : 0;
+        if (live_growth > objspace->pace.oldmalloc_trigger_bytes / 2) {
+            size_t next = mosaic_scale(objspace->malloc.old_limit, params->oldmalloc_limit_growth_factor);
+            objspace->malloc.old_limit = next > params->oldmalloc_limit_max ? params->oldmalloc_limit_max : next;
         }
     }
-    objspace->oldmalloc_trigger_bytes = 0;
-    objspace->malloc_live_bytes = survivors;
-    objspace->oldmalloc_held_bytes = 0;
+    objspace->pace.oldmalloc_trigger_bytes = 0;
+    objspace->malloc.live_bytes = survivors;
+    objspace->pace.oldmalloc_held_bytes = 0;
     size_t limit = objspace->params.memory_limit;
     if (!limit) return;
 
-    size_t live = mosaic_add_sat(mosaic_add_sat(objspace->live_bytes, survivors), objspace->rss_overhead_bytes);
-    if (!objspace->limit_set_aside && live > mosaic_scale(limit, 0.95)) {
+    size_t live = mosaic_add_sat(mosaic_add_sat(objspace->live_bytes, survivors), objspace->memory.rss_overhead_bytes);
+    if (!objspace->pace.limit_set_aside && live > mosaic_scale(limit, 0.95)) {
         limit_set_aside(objspace, "live memory (%zu MiB) does not fit the memory limit (%zu MiB)", live >> 20, limit >> 20);
     }
-    else if (objspace->limit_set_aside && live < mosaic_scale(limit, 0.85)) {
-        objspace->limit_set_aside = false;
+    else if (objspace->pace.limit_set_aside && live < mosaic_scale(limit, 0.85)) {
+        objspace->pace.limit_set_aside = false;
     }
 }
 
@@ -544,7 +544,7 @@ bool
 mosaic_pace_near_limit(mosaic_objspace_t *objspace)
 {
     size_t limit = objspace->params.memory_limit;
-    if (!limit || objspace->limit_set_aside) return false;
+    if (!limit || objspace->pace.limit_set_aside) return false;
     return mosaic_pace_used_bytes(objspace) > mosaic_scale(limit, 0.9);
 }
 
@@ -556,32 +556,32 @@ mosaic_pace_malloc_limit(mosaic_objspace_t *objspace)
     if (objspace->params.generational) {
         if (objspace->full_mark) {
             if (!(objspace->stats.latest_reason & MOSAIC_REASON_MAJOR_OLDMALLOC)) {
-                size_t next = (size_t)(objspace->oldmalloc_limit /
+                size_t next = (size_t)(objspace->malloc.old_limit /
                                        ((params->oldmalloc_limit_growth_factor - 1) / 10 + 1));
-                objspace->oldmalloc_limit = next < params->oldmalloc_limit_min ? params->oldmalloc_limit_min : next;
+                objspace->malloc.old_limit = next < params->oldmalloc_limit_min ? params->oldmalloc_limit_min : next;
             }
-            __atomic_store_n(&objspace->oldmalloc_increase, 0, __ATOMIC_RELAXED);
+            __atomic_store_n(&objspace->malloc.old_increase, 0, __ATOMIC_RELAXED);
         }
     }
 
-    size_t inc = __atomic_exchange_n(&objspace->malloc_increase, 0, __ATOMIC_RELAXED);
+    size_t inc = __atomic_exchange_n(&objspace->malloc.increase, 0, __ATOMIC_RELAXED);
 
-    if (inc > objspace->malloc_limit) {
+    if (inc > objspace->malloc.limit) {
         size_t next = mosaic_scale(inc, params->malloc_limit_growth_factor);
-        objspace->malloc_limit = next > params->malloc_limit_max ? params->malloc_limit_max : next;
+        objspace->malloc.limit = next > params->malloc_limit_max ? params->malloc_limit_max : next;
     }
     else {
-        size_t next = mosaic_scale(objspace->malloc_limit, 0.98);
-        objspace->malloc_limit = next < params->malloc_limit_min ? params->malloc_limit_min : next;
+        size_t next = mosaic_scale(objspace->malloc.limit, 0.98);
+        objspace->malloc.limit = next < params->malloc_limit_min ? params->malloc_limit_min : next;
     }
     size_t step = mosaic_pace_growth_step(objspace);
-    objspace->growth_trigger_bytes = step > objspace->malloc_limit ? step : objspace->malloc_limit;
+    objspace->pace.growth_trigger_bytes = step > objspace->malloc.limit ? step : objspace->malloc.limit;
     /* Near the soft limit, a GC comes before malloc takes half of what is left. */
     size_t headroom = limit_headroom(objspace);
     if (headroom != MOSAIC_SIZE_MAX) {
         size_t cap = headroom / 2 > MOSAIC_LIMIT_MALLOC_FLOOR ? headroom / 2 : MOSAIC_LIMIT_MALLOC_FLOOR;
-        if (objspace->malloc_limit > cap) objspace->malloc_limit = cap;
-        if (objspace->growth_trigger_bytes > cap) objspace->growth_trigger_bytes = cap;
+        if (objspace->malloc.limit > cap) objspace->malloc.limit = cap;
+        if (objspace->pace.growth_trigger_bytes > cap) objspace->pace.growth_trigger_bytes = cap;
     }
     objspace->malloc_gc_pending = false;
 }

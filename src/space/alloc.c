@@ -131,9 +131,9 @@ heap_take_free_page(mosaic_objspace_t *objspace, struct mosaic_heap *heap)
         if ((page = mosaic_sweep_for_free_page(objspace, heap)) != NULL) return page;
         /* A batch of empty pages went to the pool: take one back rather than sweeping the
          * whole class in this one allocation. */
-        if (objspace->pool && (page = mosaic_pool_take(objspace, heap)) != NULL) return page;
+        if (objspace->pool.head && (page = mosaic_pool_take(objspace, heap)) != NULL) return page;
     }
-    if (objspace->lazy_sweeping && objspace->reserving) mosaic_sweep_help(objspace);
+    if (objspace->lazy_sweeping && objspace->incremental.reserving) mosaic_sweep_help(objspace);
     return mosaic_pool_take(objspace, heap);
 }
 
@@ -143,7 +143,7 @@ static struct mosaic_page *
 heap_grow(mosaic_objspace_t *objspace, struct mosaic_heap *heap, bool force)
 {
     bool own = heap->allocatable_slots > 0;
-    bool shared = objspace->allocatable_bytes >= MOSAIC_PAGE_SIZE;
+    bool shared = objspace->pace.allocatable_bytes >= MOSAIC_PAGE_SIZE;
     if (!force && !own && !shared) return NULL;
     if (!force && mosaic_pace_over_limit(objspace)) return NULL;
     if (!force && !own && mosaic_pace_grown_enough(objspace)) return NULL;
@@ -151,13 +151,13 @@ heap_grow(mosaic_objspace_t *objspace, struct mosaic_heap *heap, bool force)
     if (!page) return NULL;
     /* Atomic: another Ractor's malloc reads it without the VM lock (malloc.c); every writer
      * holds that lock, so the plain read here sees the latest value. */
-    __atomic_store_n(&objspace->grown_since_gc, objspace->grown_since_gc + MOSAIC_PAGE_SIZE, __ATOMIC_RELAXED);
+    __atomic_store_n(&objspace->pace.grown_since_gc, objspace->pace.grown_since_gc + MOSAIC_PAGE_SIZE, __ATOMIC_RELAXED);
     if (own) {
         heap->allocatable_slots = heap->allocatable_slots > page->total_slots
             ? heap->allocatable_slots - page->total_slots : 0;
     }
     else if (shared) {
-        objspace->allocatable_bytes -= MOSAIC_PAGE_SIZE;
+        objspace->pace.allocatable_bytes -= MOSAIC_PAGE_SIZE;
     }
     return page;
 }
@@ -176,11 +176,11 @@ cache_refill(mosaic_objspace_t *objspace, struct mosaic_cache *cache, size_t hea
 
     /* A major GC marking in steps: a step per refill, sized by the page the refill takes
      * (collect.c). It may end the marking, which empties this cache. */
-    if (RB_UNLIKELY(objspace->incremental_marking)) {
+    if (RB_UNLIKELY(objspace->incremental.marking)) {
         mosaic_incremental_step(objspace, heap->slots_per_page);
         if ((slot = cache->heaps[heap_index].freelist) != NULL) goto done;
     }
-    else if (RB_UNLIKELY(objspace->need_major) && mosaic_incremental_start_due(objspace)) {
+    else if (RB_UNLIKELY(objspace->gen.need_major) && mosaic_incremental_start_due(objspace)) {
         /* The pacer asked for a major GC that marks in steps, and the sweep has held pages
          * back for it: it starts now (its start pause), with room to allocate while marking. */
         mosaic_collect(objspace, MOSAIC_REASON_NEWOBJ);
@@ -195,8 +195,8 @@ cache_refill(mosaic_objspace_t *objspace, struct mosaic_cache *cache, size_t hea
          * (collect.c, mosaic_incremental_catch_up), unless over the soft memory limit: then
          * the collection below finishes the mark first. If the step ended the mark, its
          * sweep has the room: look again. */
-        if (!page && !collected && objspace->incremental_marking && mosaic_incremental_catch_up(objspace)) {
-            if (!objspace->incremental_marking) continue;
+        if (!page && !collected && objspace->incremental.marking && mosaic_incremental_catch_up(objspace)) {
+            if (!objspace->incremental.marking) continue;
             if (!mosaic_pace_over_limit(objspace)) {
                 page = heap_grow(objspace, heap, true);
                 if (page) heap->catch_up_slots += page->total_slots;
@@ -205,7 +205,7 @@ cache_refill(mosaic_objspace_t *objspace, struct mosaic_cache *cache, size_t hea
         if (!page && !collected && !objspace->dont_gc) {
             collected = true;
             /* Allocation outran an incremental mark: it finishes in this collection. */
-            if (objspace->incremental_marking) heap->force_incremental_finishes++;
+            if (objspace->incremental.marking) heap->force_incremental_finishes++;
             mosaic_collect(objspace, MOSAIC_REASON_NEWOBJ);
             if ((slot = cache->heaps[heap_index].freelist) != NULL) goto done;
             continue;
@@ -263,16 +263,16 @@ stress_minor_collect(mosaic_objspace_t *objspace)
 {
     unsigned int lev = rb_gc_vm_lock();
     if (objspace->params.stress_compact) {
-        objspace->compact_toward_empty = (objspace->stress_compactions++ & 1) != 0;
+        objspace->compact.toward_empty = (objspace->checks.stress_compactions++ & 1) != 0;
         mosaic_collect(objspace, MOSAIC_REASON_STRESS | MOSAIC_REASON_FULL_MARK | MOSAIC_REASON_COMPACT);
-        objspace->compact_toward_empty = false;
+        objspace->compact.toward_empty = false;
     }
     else {
         mosaic_collect(objspace, MOSAIC_REASON_STRESS);
     }
     size_t interval = mosaic_live_slots(objspace) / 32;
     if (interval < objspace->params.stress_minor_every) interval = objspace->params.stress_minor_every;
-    __atomic_store_n(&objspace->stress_minor_countdown, interval, __ATOMIC_RELAXED);
+    __atomic_store_n(&objspace->checks.stress_minor_countdown, interval, __ATOMIC_RELAXED);
     rb_gc_vm_unlock(lev);
 }
 #endif
@@ -305,7 +305,7 @@ mosaic_new_obj(mosaic_objspace_t *objspace, struct mosaic_cache *cache, VALUE kl
      * live slots: small heaps, most tests, get a GC every N allocations; a program with
      * millions of live objects is slowed by a bounded factor instead of quadratically. */
     if (objspace->params.stress_minor_every && !objspace->dont_gc &&
-            __atomic_sub_fetch(&objspace->stress_minor_countdown, 1, __ATOMIC_RELAXED) == 0) {
+            __atomic_sub_fetch(&objspace->checks.stress_minor_countdown, 1, __ATOMIC_RELAXED) == 0) {
         stress_minor_collect(objspace);
     }
 #endif

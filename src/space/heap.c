@@ -128,29 +128,6 @@ mosaic_size_classes_from_env(void)
     mosaic_heap_count = n;
 }
 
-/* ============================================================ vectors */
-
-void
-mosaic_ptr_vec_push(struct mosaic_ptr_vec *vec, void *item)
-{
-    if (vec->size == vec->capa) {
-        size_t capa = vec->capa ? vec->capa * 2 : 64;
-        void **items = realloc(vec->items, capa * sizeof(void *));
-        if (!items) rb_bug("Mosaic: out of memory growing an internal vector");
-        vec->items = items;
-        vec->capa = capa;
-    }
-    vec->items[vec->size++] = item;
-}
-
-void
-mosaic_ptr_vec_free(struct mosaic_ptr_vec *vec)
-{
-    free(vec->items);
-    vec->items = NULL;
-    vec->size = vec->capa = 0;
-}
-
 /* ====================================================== size classes */
 
 /* mosaic_bit_index divides by multiplying with mosaic_slot_recip: check that it is exact for
@@ -224,7 +201,7 @@ mosaic_heap_available_slots(mosaic_objspace_t *objspace)
 size_t
 mosaic_heap_allocated_pages(mosaic_objspace_t *objspace)
 {
-    return objspace->sorted_count;
+    return objspace->pages.sorted_count;
 }
 
 /* ===================================================== page bodies */
@@ -262,8 +239,8 @@ arena_new(mosaic_objspace_t *objspace)
     if (head) munmap(raw, head);
     if (tail) munmap((char *)aligned + MOSAIC_ARENA_SIZE, tail);
     arena->base = (char *)aligned;
-    arena->next = objspace->arenas;
-    objspace->arenas = arena;
+    arena->next = objspace->pages.arenas;
+    objspace->pages.arenas = arena;
     return arena;
 }
 
@@ -273,7 +250,7 @@ size_t
 mosaic_arena_metadata_bytes(mosaic_objspace_t *objspace)
 {
     size_t n = 0;
-    for (struct mosaic_arena *arena = objspace->arenas; arena; arena = arena->next) n += sizeof(*arena);
+    for (struct mosaic_arena *arena = objspace->pages.arenas; arena; arena = arena->next) n += sizeof(*arena);
     return n;
 }
 
@@ -283,7 +260,7 @@ mosaic_arena_metadata_bytes(mosaic_objspace_t *objspace)
 static bool
 page_body_take(mosaic_objspace_t *objspace, struct mosaic_page *page)
 {
-    struct mosaic_arena *arena = objspace->arenas;
+    struct mosaic_arena *arena = objspace->pages.arenas;
     while (arena && arena->used == MOSAIC_ARENA_FULL) arena = arena->next;
     if (!arena && !(arena = arena_new(objspace))) return false;
     int i = __builtin_ctzll(~arena->used);
@@ -302,7 +279,7 @@ page_body_return(mosaic_objspace_t *objspace, struct mosaic_arena *arena, char *
     size_t i = (size_t)(body - arena->base) / MOSAIC_PAGE_SIZE;
     arena->used &= ~((uint64_t)1 << i);
     if (arena->used == 0) {
-        struct mosaic_arena **link = &objspace->arenas;
+        struct mosaic_arena **link = &objspace->pages.arenas;
         while (*link != arena) link = &(*link)->next;
         *link = arena->next;
         munmap(arena->base, MOSAIC_ARENA_SIZE);
@@ -318,10 +295,10 @@ page_body_return(mosaic_objspace_t *objspace, struct mosaic_arena *arena, char *
 static size_t
 sorted_insert_position(mosaic_objspace_t *objspace, uintptr_t body)
 {
-    size_t lo = 0, hi = objspace->sorted_count;
+    size_t lo = 0, hi = objspace->pages.sorted_count;
     while (lo < hi) {
         size_t mid = (lo + hi) / 2;
-        if ((uintptr_t)objspace->sorted_pages[mid]->body < body) lo = mid + 1;
+        if ((uintptr_t)objspace->pages.sorted[mid]->body < body) lo = mid + 1;
         else hi = mid;
     }
     return lo;
@@ -350,63 +327,63 @@ page_index_place(struct mosaic_page **table, size_t mask, struct mosaic_page *pa
 static bool
 page_index_grow(mosaic_objspace_t *objspace)
 {
-    size_t capa = objspace->page_index_mask ? (objspace->page_index_mask + 1) * 2 : 512;
+    size_t capa = objspace->pages.index_mask ? (objspace->pages.index_mask + 1) * 2 : 512;
     struct mosaic_page **table = calloc(capa, sizeof(*table));
     if (!table) return false;
-    for (size_t i = 0; i < objspace->sorted_count; i++) page_index_place(table, capa - 1, objspace->sorted_pages[i]);
-    free(objspace->page_index);
-    objspace->page_index = table;
-    objspace->page_index_mask = capa - 1;
+    for (size_t i = 0; i < objspace->pages.sorted_count; i++) page_index_place(table, capa - 1, objspace->pages.sorted[i]);
+    free(objspace->pages.index);
+    objspace->pages.index = table;
+    objspace->pages.index_mask = capa - 1;
     return true;
 }
 
 static void
 page_index_remove(mosaic_objspace_t *objspace, struct mosaic_page *page)
 {
-    size_t mask = objspace->page_index_mask;
+    size_t mask = objspace->pages.index_mask;
     size_t i = page_index_home((uintptr_t)page->body, mask);
-    while (objspace->page_index[i] != page) {
-        if (!objspace->page_index[i]) rb_bug("Mosaic: page %p missing from the page address index", (void *)page->body);
+    while (objspace->pages.index[i] != page) {
+        if (!objspace->pages.index[i]) rb_bug("Mosaic: page %p missing from the page address index", (void *)page->body);
         i = (i + 1) & mask;
     }
     /* Backward-shift deletion: move up each later entry of the run whose home is not in
      * (i, j], so that no lookup meets a hole before its entry. */
-    for (size_t j = (i + 1) & mask; objspace->page_index[j]; j = (j + 1) & mask) {
-        size_t home = page_index_home((uintptr_t)objspace->page_index[j]->body, mask);
+    for (size_t j = (i + 1) & mask; objspace->pages.index[j]; j = (j + 1) & mask) {
+        size_t home = page_index_home((uintptr_t)objspace->pages.index[j]->body, mask);
         bool home_in_gap = i <= j ? (home > i && home <= j) : (home > i || home <= j);
         if (!home_in_gap) {
-            objspace->page_index[i] = objspace->page_index[j];
+            objspace->pages.index[i] = objspace->pages.index[j];
             i = j;
         }
     }
-    objspace->page_index[i] = NULL;
+    objspace->pages.index[i] = NULL;
 }
 
 static bool
 sorted_add(mosaic_objspace_t *objspace, struct mosaic_page *page)
 {
     /* At most half full after this page (no table yet: the mask is 0, so it grows). */
-    if ((objspace->sorted_count + 1) * 2 > objspace->page_index_mask + 1) {
+    if ((objspace->pages.sorted_count + 1) * 2 > objspace->pages.index_mask + 1) {
         if (!page_index_grow(objspace)) return false;
     }
-    if (objspace->sorted_count == objspace->sorted_capa) {
-        size_t capa = objspace->sorted_capa ? objspace->sorted_capa * 2 : 256;
-        struct mosaic_page **pages = realloc(objspace->sorted_pages, capa * sizeof(*pages));
+    if (objspace->pages.sorted_count == objspace->pages.sorted_capa) {
+        size_t capa = objspace->pages.sorted_capa ? objspace->pages.sorted_capa * 2 : 256;
+        struct mosaic_page **pages = realloc(objspace->pages.sorted, capa * sizeof(*pages));
         if (!pages) return false;
-        objspace->sorted_pages = pages;
-        objspace->sorted_capa = capa;
+        objspace->pages.sorted = pages;
+        objspace->pages.sorted_capa = capa;
     }
     size_t pos = sorted_insert_position(objspace, (uintptr_t)page->body);
-    memmove(&objspace->sorted_pages[pos + 1], &objspace->sorted_pages[pos],
-            (objspace->sorted_count - pos) * sizeof(struct mosaic_page *));
-    objspace->sorted_pages[pos] = page;
+    memmove(&objspace->pages.sorted[pos + 1], &objspace->pages.sorted[pos],
+            (objspace->pages.sorted_count - pos) * sizeof(struct mosaic_page *));
+    objspace->pages.sorted[pos] = page;
     /* Atomic: read without the VM lock by mosaic_collect's and malloc's guards (heap ready?). */
-    __atomic_store_n(&objspace->sorted_count, objspace->sorted_count + 1, __ATOMIC_RELAXED);
-    page_index_place(objspace->page_index, objspace->page_index_mask, page);
+    __atomic_store_n(&objspace->pages.sorted_count, objspace->pages.sorted_count + 1, __ATOMIC_RELAXED);
+    page_index_place(objspace->pages.index, objspace->pages.index_mask, page);
 
     uintptr_t lo = (uintptr_t)page->body, hi = lo + MOSAIC_PAGE_SIZE;
-    if (objspace->lomem == 0 || lo < objspace->lomem) objspace->lomem = lo;
-    if (hi > objspace->himem) objspace->himem = hi;
+    if (objspace->pages.lomem == 0 || lo < objspace->pages.lomem) objspace->pages.lomem = lo;
+    if (hi > objspace->pages.himem) objspace->pages.himem = hi;
     return true;
 }
 
@@ -414,30 +391,30 @@ static void
 sorted_remove(mosaic_objspace_t *objspace, struct mosaic_page *page)
 {
     size_t pos = sorted_insert_position(objspace, (uintptr_t)page->body);
-    if (pos >= objspace->sorted_count || objspace->sorted_pages[pos] != page) {
+    if (pos >= objspace->pages.sorted_count || objspace->pages.sorted[pos] != page) {
         rb_bug("Mosaic: page %p missing from the sorted page index", (void *)page->body);
     }
-    memmove(&objspace->sorted_pages[pos], &objspace->sorted_pages[pos + 1],
-            (objspace->sorted_count - pos - 1) * sizeof(struct mosaic_page *));
-    __atomic_store_n(&objspace->sorted_count, objspace->sorted_count - 1, __ATOMIC_RELAXED);
+    memmove(&objspace->pages.sorted[pos], &objspace->pages.sorted[pos + 1],
+            (objspace->pages.sorted_count - pos - 1) * sizeof(struct mosaic_page *));
+    __atomic_store_n(&objspace->pages.sorted_count, objspace->pages.sorted_count - 1, __ATOMIC_RELAXED);
     page_index_remove(objspace, page);
-    if (objspace->sorted_count) {
-        objspace->lomem = (uintptr_t)objspace->sorted_pages[0]->body;
-        objspace->himem = (uintptr_t)objspace->sorted_pages[objspace->sorted_count - 1]->body + MOSAIC_PAGE_SIZE;
+    if (objspace->pages.sorted_count) {
+        objspace->pages.lomem = (uintptr_t)objspace->pages.sorted[0]->body;
+        objspace->pages.himem = (uintptr_t)objspace->pages.sorted[objspace->pages.sorted_count - 1]->body + MOSAIC_PAGE_SIZE;
     }
     else {
-        objspace->lomem = objspace->himem = 0;
+        objspace->pages.lomem = objspace->pages.himem = 0;
     }
 }
 
 static struct mosaic_page *
 sorted_find(mosaic_objspace_t *objspace, uintptr_t addr)
 {
-    if (addr < objspace->lomem || addr >= objspace->himem) return NULL;
+    if (addr < objspace->pages.lomem || addr >= objspace->pages.himem) return NULL;
     uintptr_t body = addr & MOSAIC_PAGE_MASK;
-    size_t mask = objspace->page_index_mask;
-    for (size_t i = page_index_home(body, mask); objspace->page_index[i]; i = (i + 1) & mask) {
-        if ((uintptr_t)objspace->page_index[i]->body == body) return objspace->page_index[i];
+    size_t mask = objspace->pages.index_mask;
+    for (size_t i = page_index_home(body, mask); objspace->pages.index[i]; i = (i + 1) & mask) {
+        if ((uintptr_t)objspace->pages.index[i]->body == body) return objspace->pages.index[i];
     }
     return NULL;
 }
@@ -529,12 +506,12 @@ heap_add_page(struct mosaic_heap *heap, struct mosaic_page *page)
 struct mosaic_page *
 mosaic_pool_take(mosaic_objspace_t *objspace, struct mosaic_heap *heap)
 {
-    struct mosaic_page *page = objspace->pool;
+    struct mosaic_page *page = objspace->pool.head;
     if (!page || !heap_pages_reserve(heap)) return NULL;
     if (!sorted_add(objspace, page)) return NULL;
-    objspace->pool = page->free_next;
-    objspace->pool_count--;
-    objspace->pool_taken++;
+    objspace->pool.head = page->free_next;
+    objspace->pool.count--;
+    objspace->pool.taken++;
     page_layout(page, heap);
     heap_add_page(heap, page);
     heap->total_allocated_pages++;
@@ -547,7 +524,7 @@ size_t
 mosaic_pool_slots(mosaic_objspace_t *objspace)
 {
     size_t n = 0;
-    for (struct mosaic_page *page = objspace->pool; page; page = page->free_next) n += page->total_slots;
+    for (struct mosaic_page *page = objspace->pool.head; page; page = page->free_next) n += page->total_slots;
     return n;
 }
 
@@ -601,15 +578,15 @@ mosaic_pool_put(mosaic_objspace_t *objspace, struct mosaic_heap *heap, size_t in
     struct mosaic_page *page = heap_unlink_empty_page(objspace, heap, index);
     page->cycle->before_sweep = false;
     page->pooled_at = objspace->stats.count;
-    page->free_next = objspace->pool;
-    objspace->pool = page;
-    objspace->pool_count++;
+    page->free_next = objspace->pool.head;
+    objspace->pool.head = page;
+    objspace->pool.count++;
 }
 
 static void
 page_free(mosaic_objspace_t *objspace, struct mosaic_page *page)
 {
-    objspace->pages_returned++;
+    objspace->pool.pages_returned++;
     page_body_return(objspace, page->arena, page->body);
     free(page);
 }
@@ -623,14 +600,14 @@ page_free(mosaic_objspace_t *objspace, struct mosaic_page *page)
 size_t
 mosaic_pool_trim(mosaic_objspace_t *objspace, bool all, bool credit)
 {
-    size_t reserve = objspace->pool_reserve / 2;
-    if (objspace->pool_taken > reserve) reserve = objspace->pool_taken;
-    objspace->pool_reserve = reserve;
-    objspace->pool_taken = 0;
+    size_t reserve = objspace->pool.reserve / 2;
+    if (objspace->pool.taken > reserve) reserve = objspace->pool.taken;
+    objspace->pool.reserve = reserve;
+    objspace->pool.taken = 0;
     if (all) reserve = 0;
 
     size_t released = 0, kept = 0;
-    struct mosaic_page **link = &objspace->pool;
+    struct mosaic_page **link = &objspace->pool.head;
     while (*link) {
         struct mosaic_page *page = *link;
         /* The pool is a stack: the most recently pooled (warm) pages are kept first. */
@@ -640,7 +617,7 @@ mosaic_pool_trim(mosaic_objspace_t *objspace, bool all, bool credit)
             continue;
         }
         *link = page->free_next;
-        objspace->pool_count--;
+        objspace->pool.count--;
         /* Emptied on request (Process.warmup): the class it last served may grow back to the
          * same size without a collection. (Idle pages are not credited: that is shrinking.) */
         if (credit) page->heap->allocatable_slots = mosaic_add_sat(page->heap->allocatable_slots, page->total_slots);
@@ -716,21 +693,21 @@ mosaic_heap_free_all(mosaic_objspace_t *objspace)
         heap->pages = NULL;
         heap->page_count = heap->page_capa = 0;
     }
-    free(objspace->sorted_pages);
-    objspace->sorted_pages = NULL;
-    free(objspace->page_index);
-    objspace->page_index = NULL;
-    objspace->page_index_mask = 0;
-    objspace->sorted_count = objspace->sorted_capa = 0;
-    while (objspace->pool) {
-        struct mosaic_page *page = objspace->pool;
-        objspace->pool = page->free_next;
+    free(objspace->pages.sorted);
+    objspace->pages.sorted = NULL;
+    free(objspace->pages.index);
+    objspace->pages.index = NULL;
+    objspace->pages.index_mask = 0;
+    objspace->pages.sorted_count = objspace->pages.sorted_capa = 0;
+    while (objspace->pool.head) {
+        struct mosaic_page *page = objspace->pool.head;
+        objspace->pool.head = page->free_next;
         free(page);
     }
-    objspace->pool_count = 0;
-    while (objspace->arenas) {
-        struct mosaic_arena *arena = objspace->arenas;
-        objspace->arenas = arena->next;
+    objspace->pool.count = 0;
+    while (objspace->pages.arenas) {
+        struct mosaic_arena *arena = objspace->pages.arenas;
+        objspace->pages.arenas = arena->next;
         munmap(arena->base, MOSAIC_ARENA_SIZE);
         free(arena);
     }

@@ -153,7 +153,7 @@ mosaic_bg_sweep_init(mosaic_objspace_t *objspace)
     pthread_mutex_init(&bg->lock, NULL);
     pthread_cond_init(&bg->cond, NULL);
     bg->objspace = objspace;
-    objspace->bg_sweep = bg;
+    objspace->threads.bg_sweep = bg;
     the_sweeper = bg;
     pthread_atfork(fork_prepare, fork_parent, fork_child);
 }
@@ -183,7 +183,7 @@ list_page(struct mosaic_bg_sweep *bg, struct mosaic_page *page)
 void
 mosaic_bg_sweep_list(mosaic_objspace_t *objspace)
 {
-    struct mosaic_bg_sweep *bg = objspace->bg_sweep;
+    struct mosaic_bg_sweep *bg = objspace->threads.bg_sweep;
     size_t next[MOSAIC_HEAP_MAX] = { 0 };
     if (!bg) {
         for (int i = 0; i < MOSAIC_HEAP_COUNT; i++) {
@@ -210,7 +210,7 @@ mosaic_bg_sweep_list(mosaic_objspace_t *objspace)
 void
 mosaic_bg_sweep_start(mosaic_objspace_t *objspace)
 {
-    struct mosaic_bg_sweep *bg = objspace->bg_sweep;
+    struct mosaic_bg_sweep *bg = objspace->threads.bg_sweep;
     if (!bg || bg->count == 0 || !objspace->params.background_sweep) return;
     if (!bg->started && !mosaic_gc_threads_allowed(objspace)) return;  /* a forked child's first GC */
     pthread_mutex_lock(&bg->lock);
@@ -240,7 +240,7 @@ mosaic_bg_sweep_start(mosaic_objspace_t *objspace)
 void
 mosaic_bg_sweep_stop(mosaic_objspace_t *objspace)
 {
-    struct mosaic_bg_sweep *bg = objspace->bg_sweep;
+    struct mosaic_bg_sweep *bg = objspace->threads.bg_sweep;
     if (!bg) return;
     mosaic_race_point();   /* the stop: the thread may be between pages, in one, or done */
     pthread_mutex_lock(&bg->lock);
@@ -266,7 +266,7 @@ mosaic_bg_sweep_resume(mosaic_objspace_t *objspace)
 void
 mosaic_bg_sweep_hooks_changed(mosaic_objspace_t *objspace, rb_event_flag_t events)
 {
-    struct mosaic_bg_sweep *bg = objspace->bg_sweep;
+    struct mosaic_bg_sweep *bg = objspace->threads.bg_sweep;
     if (!bg) return;
     bool hooked = (events & RUBY_INTERNAL_EVENT_FREEOBJ) != 0;
     if (hooked) mosaic_bg_sweep_stop(objspace);
@@ -279,7 +279,7 @@ mosaic_bg_sweep_hooks_changed(mosaic_objspace_t *objspace, rb_event_flag_t event
 void
 mosaic_bg_sweep_totals(mosaic_objspace_t *objspace, uint64_t *cpu_ns, size_t *pages)
 {
-    struct mosaic_bg_sweep *bg = objspace->bg_sweep;
+    struct mosaic_bg_sweep *bg = objspace->threads.bg_sweep;
     *cpu_ns = 0;
     *pages = 0;
     if (!bg) return;
@@ -294,7 +294,7 @@ mosaic_bg_sweep_totals(mosaic_objspace_t *objspace, uint64_t *cpu_ns, size_t *pa
 void
 mosaic_bg_sweep_wait(mosaic_objspace_t *objspace)
 {
-    struct mosaic_bg_sweep *bg = objspace->bg_sweep;
+    struct mosaic_bg_sweep *bg = objspace->threads.bg_sweep;
     if (!bg) return;
     pthread_mutex_lock(&bg->lock);
     while (bg->running) pthread_cond_wait(&bg->cond, &bg->lock);
@@ -307,7 +307,7 @@ mosaic_bg_sweep_wait(mosaic_objspace_t *objspace)
 bool
 mosaic_bg_sweep_claim(mosaic_objspace_t *objspace, struct mosaic_page *page)
 {
-    struct mosaic_bg_sweep *bg = objspace->bg_sweep;
+    struct mosaic_bg_sweep *bg = objspace->threads.bg_sweep;
     if (!bg || page->cycle->bg_slot == MOSAIC_BG_UNLISTED) return true;
     mosaic_race_point();   /* the page claim: the thread may take this page first */
     if (__atomic_exchange_n(&bg->pages[page->cycle->bg_slot], NULL, __ATOMIC_ACQ_REL)) return true;
@@ -323,7 +323,7 @@ mosaic_bg_sweep_claim(mosaic_objspace_t *objspace, struct mosaic_page *page)
 void
 mosaic_bg_sweep_free(mosaic_objspace_t *objspace)
 {
-    struct mosaic_bg_sweep *bg = objspace->bg_sweep;
+    struct mosaic_bg_sweep *bg = objspace->threads.bg_sweep;
     if (!bg) return;
     mosaic_bg_sweep_stop(objspace);
     pthread_mutex_lock(&bg->lock);
@@ -334,7 +334,7 @@ mosaic_bg_sweep_free(mosaic_objspace_t *objspace)
     if (started) pthread_join(bg->thread, NULL);
     /* The fork handlers stay registered (they cannot be removed): they find no sweeper. */
     the_sweeper = NULL;
-    objspace->bg_sweep = NULL;
+    objspace->threads.bg_sweep = NULL;
     free(bg->pages);
     free(bg);
 }

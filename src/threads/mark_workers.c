@@ -140,7 +140,7 @@ step_exhausted(struct mosaic_mark_workers *w, struct mosaic_marker *marker, bool
 static void
 mark_until_done(mosaic_objspace_t *objspace, struct mosaic_marker *marker, bool collecting)
 {
-    struct mosaic_mark_workers *w = objspace->workers;
+    struct mosaic_mark_workers *w = objspace->threads.workers;
     size_t until = w->step_budget ? mosaic_add_sat(mosaic_marker_marked(marker), w->step_budget) : SIZE_MAX;
     for (;;) {
         if (until == SIZE_MAX) {
@@ -255,7 +255,7 @@ workers_start(mosaic_objspace_t *objspace)
         w->count++;
     }
 
-    objspace->workers = w;
+    objspace->threads.workers = w;
     if (w->count == 0) {
         mosaic_mark_workers_stop(objspace);
         return false;
@@ -271,7 +271,7 @@ workers_start(mosaic_objspace_t *objspace)
 void
 mosaic_gc_threads_after_fork(mosaic_objspace_t *objspace)
 {
-    objspace->threads_held_until_count = objspace->stats.count + 1;
+    objspace->threads.held_until_count = objspace->stats.count + 1;
 }
 
 /* A parallel mark phase begins (collecting thread, world stopped): a whole mark
@@ -282,9 +282,9 @@ mosaic_mark_workers_begin(mosaic_objspace_t *objspace, size_t step_budget)
     if (!mosaic_gc_threads_allowed(objspace)) return false;
     /* A fork that bypassed rb_gc_impl_before_fork (fork(2) called by C code) left the threads
      * behind in the parent: their record is abandoned, never waited for. */
-    if (objspace->workers && objspace->workers->pid != getpid()) objspace->workers = NULL;
-    if (!objspace->workers && !workers_start(objspace)) return false;
-    struct mosaic_mark_workers *w = objspace->workers;
+    if (objspace->threads.workers && objspace->threads.workers->pid != getpid()) objspace->threads.workers = NULL;
+    if (!objspace->threads.workers && !workers_start(objspace)) return false;
+    struct mosaic_mark_workers *w = objspace->threads.workers;
 
     /* The threads act for the collecting thread: GET_EC() in a mark function is its EC. */
     struct rb_gc_vm_context here;
@@ -311,14 +311,14 @@ mosaic_mark_workers_begin(mosaic_objspace_t *objspace, size_t step_budget)
 bool
 mosaic_mark_workers_hungry(mosaic_objspace_t *objspace)
 {
-    return __atomic_load_n(&objspace->workers->hungry, __ATOMIC_RELAXED);
+    return __atomic_load_n(&objspace->threads.workers->hungry, __ATOMIC_RELAXED);
 }
 
 /* A marker with work hands about half of it to the pool, for a marker that waits. */
 void
 mosaic_mark_workers_offer(mosaic_objspace_t *objspace, struct mosaic_marker *marker)
 {
-    struct mosaic_mark_workers *w = objspace->workers;
+    struct mosaic_mark_workers *w = objspace->threads.workers;
     mosaic_race_point();   /* the mark-stack steal: the waiting marker may give up first */
     struct mosaic_mark_chunk *chunk = mosaic_mark_stack_split(&marker->stack);
     if (!chunk) return;
@@ -358,7 +358,7 @@ threads_end(mosaic_objspace_t *objspace, struct mosaic_mark_workers *w)
 size_t
 mosaic_mark_workers_finish(mosaic_objspace_t *objspace, struct mosaic_marker *marker)
 {
-    struct mosaic_mark_workers *w = objspace->workers;
+    struct mosaic_mark_workers *w = objspace->threads.workers;
     mark_until_done(objspace, marker, true);
     objspace->stats.parallel_marks++;
     return threads_end(objspace, w);
@@ -370,9 +370,9 @@ mosaic_mark_workers_finish(mosaic_objspace_t *objspace, struct mosaic_marker *ma
 void
 mosaic_mark_workers_step(mosaic_objspace_t *objspace, struct mosaic_marker *marker)
 {
-    struct mosaic_mark_workers *w = objspace->workers;
+    struct mosaic_mark_workers *w = objspace->threads.workers;
     mark_until_done(objspace, marker, true);
-    objspace->incremental_traced_by_threads += threads_end(objspace, w);
+    objspace->incremental.traced_by_threads += threads_end(objspace, w);
     objspace->stats.incremental_parallel_steps++;
     struct mosaic_mark_chunk *chunk;
     while ((chunk = w->pool) != NULL) {
@@ -385,12 +385,12 @@ mosaic_mark_workers_step(mosaic_objspace_t *objspace, struct mosaic_marker *mark
 void
 mosaic_mark_workers_stop(mosaic_objspace_t *objspace)
 {
-    struct mosaic_mark_workers *w = objspace->workers;
+    struct mosaic_mark_workers *w = objspace->threads.workers;
     if (!w) return;
     /* A child forked behind Ruby's back has none of these threads (and their ids may be
      * reused by its own): abandon the record, never join. */
     if (w->pid != getpid()) {
-        objspace->workers = NULL;
+        objspace->threads.workers = NULL;
         return;
     }
     pthread_mutex_lock(&w->lock);
@@ -408,5 +408,5 @@ mosaic_mark_workers_stop(mosaic_objspace_t *objspace)
     pthread_cond_destroy(&w->done_cond);
     free(w->workers);
     free(w);
-    objspace->workers = NULL;
+    objspace->threads.workers = NULL;
 }

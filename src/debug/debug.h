@@ -1,0 +1,46 @@
+/*
+ * debug.h: the checking build's tools. The heap checker (verify.c) and the race mode
+ * (stress_races.c: MOSAIC_STRESS_RACES delays each hand-over between the GC threads and
+ * the mutator).
+ */
+#ifndef MOSAIC_DEBUG_H
+#define MOSAIC_DEBUG_H
+
+#include "core/defs.h"
+
+#pragma GCC visibility push(hidden)
+
+/* stress_races.c: MOSAIC_STRESS_RACES=N (checking build) delays a thread that reaches a race
+ * point, a hand-over between the GC threads and the mutator, by a random 0..N us or a yield. */
+extern unsigned int mosaic_stress_races_us;
+void mosaic_race_delay(void);
+size_t mosaic_race_delays(void);
+
+static inline void
+mosaic_race_point(void)
+{
+#if MOSAIC_CHECK
+    if (RB_UNLIKELY(__atomic_load_n(&mosaic_stress_races_us, __ATOMIC_RELAXED))) mosaic_race_delay();
+#endif
+}
+
+/* verify.c: the heap checker */
+size_t mosaic_verify_heap(mosaic_objspace_t *objspace, bool raise_on_error);
+size_t mosaic_verify_roots(mosaic_objspace_t *objspace);
+void mosaic_verify_edge(mosaic_objspace_t *objspace, VALUE child, bool weak);
+void mosaic_define_verify(void);
+
+/* The checking build's own state: forced collections, when the heap and the tri-color
+ * invariant were last checked, and what the heap checker is walking. */
+struct mosaic_checks {
+    size_t stress_minor_countdown;   /* allocations left before a forced GC (MOSAIC_STRESS_MINOR) */
+    size_t stress_compactions;       /* MOSAIC_STRESS_COMPACT's compactions so far */
+    size_t stress_verified_at;       /* total allocations at the last verification */
+    size_t tricolor_checked_at;      /* total allocations at the latest tri-color check */
+    bool verify_roots_due;           /* objects moved since the latest heap check: check the roots too (verify.c) */
+    void *verify_ctx;                /* set while the heap checker walks edges (verify.c) */
+};
+
+#pragma GCC visibility pop
+
+#endif /* MOSAIC_DEBUG_H */

@@ -1,0 +1,47 @@
+/*
+ * threads.h: the GC threads that run beside the collector and the mutator: the parallel
+ * markers (mark_workers.c) and the background sweeper (bg_sweep.c). Their state is opaque;
+ * what they share with the mutator, and the rules for it: docs/DESIGN.md, "threads".
+ */
+#ifndef MOSAIC_THREADS_H
+#define MOSAIC_THREADS_H
+
+#include "core/defs.h"
+#include "collect/collect.h"
+
+#pragma GCC visibility push(hidden)
+
+/* The GC threads: the parallel markers and the background sweeper, each opaque outside its
+ * file, and the fork rule they share. */
+struct mosaic_gc_threads {
+    struct mosaic_mark_workers *workers; /* parallel marking threads (mark_workers.c), or NULL */
+    struct mosaic_bg_sweep *bg_sweep; /* the background sweeper (bg_sweep.c), or NULL */
+    size_t held_until_count;         /* no GC thread starts while stats.count <= this (mosaic_gc_threads_allowed) */
+};
+
+/* mark_workers.c: parallel marking threads and the work they share */
+void mosaic_gc_threads_after_fork(mosaic_objspace_t *objspace);
+bool mosaic_mark_workers_begin(mosaic_objspace_t *objspace, size_t step_budget);
+void mosaic_mark_workers_step(mosaic_objspace_t *objspace, struct mosaic_marker *marker);
+bool mosaic_mark_workers_hungry(mosaic_objspace_t *objspace);
+void mosaic_mark_workers_offer(mosaic_objspace_t *objspace, struct mosaic_marker *marker);
+size_t mosaic_mark_workers_finish(mosaic_objspace_t *objspace, struct mosaic_marker *marker);
+void mosaic_mark_workers_stop(mosaic_objspace_t *objspace);
+bool mosaic_gc_thread_create(pthread_t *thread, void *(*main)(void *), void *arg);
+void mosaic_gc_thread_begin(const char *name);
+
+/* bg_sweep.c: the background sweeper */
+void mosaic_bg_sweep_init(mosaic_objspace_t *objspace);
+void mosaic_bg_sweep_list(mosaic_objspace_t *objspace);
+void mosaic_bg_sweep_start(mosaic_objspace_t *objspace);
+void mosaic_bg_sweep_stop(mosaic_objspace_t *objspace);
+void mosaic_bg_sweep_resume(mosaic_objspace_t *objspace);
+void mosaic_bg_sweep_hooks_changed(mosaic_objspace_t *objspace, rb_event_flag_t events);
+void mosaic_bg_sweep_totals(mosaic_objspace_t *objspace, uint64_t *cpu_ns, size_t *pages);
+void mosaic_bg_sweep_wait(mosaic_objspace_t *objspace);
+bool mosaic_bg_sweep_claim(mosaic_objspace_t *objspace, struct mosaic_page *page);
+void mosaic_bg_sweep_free(mosaic_objspace_t *objspace);
+
+#pragma GCC visibility pop
+
+#endif /* MOSAIC_THREADS_H */
