@@ -2,7 +2,8 @@
 #
 #   make              build librubygc.mosaic.so (and the cached Ruby toolchain if missing)
 #   make demo         build everything, run a workload under default and mosaic, print a summary
-#   make test         the project's test command (see README)
+#   make test         the project's test command (see README); make test-unit: the suite alone;
+#                     make test-gate GATE=name: one gate alone
 #   make install      install into the toolchain's modular GC dir, or GC_DIR=/path of your Ruby
 #   make CHECK=1      the checking variant: assertions, heap verification after every GC
 #   make ASAN=1       the checking variant plus -fsanitize=address,undefined (see docs/BUILDING.md);
@@ -75,7 +76,7 @@ obj_opt = $(if $(filter $(COLD),$(notdir $(1))),$(patsubst -O3,-Os,$(OPT)),$(OPT
 OBJS := $(patsubst src/%.c,$(BUILD)/%.o,$(SRCS))
 LIB := $(BUILD)/librubygc.mosaic.so
 
-.PHONY: all toolchain lib install install-check install-asan install-tsan install-histogram env test test-unit test-gates test-all-full demo bench clean
+.PHONY: all toolchain lib install install-check install-asan install-tsan install-histogram env test test-unit test-gate test-all-full demo bench clean
 
 all: install
 
@@ -163,6 +164,16 @@ variant:
 # The README's test command (its stress and differential gates use the checking build too).
 test: install install-check install-asan install-tsan install-histogram
 	@scripts/test.sh
+
+# Mosaic's own suite (test/*.rb) under default and mosaic: the unit gate alone.
+test-unit: install
+	@MOSAIC_GATES=unit scripts/test.sh
+
+# One gate (or several) of the test command alone: make test-gate GATE=stress, GATE="diff races"
+# (names as in scripts/test.sh).
+test-gate: install install-check install-asan install-tsan install-histogram
+	@[ -n "$(GATE)" ] || { echo "usage: make test-gate GATE='name ...' (gates: scripts/test.sh)"; exit 2; }
+	@MOSAIC_GATES="$(GATE)" scripts/test.sh
 
 demo: install
 	@scripts/demo.sh

@@ -187,7 +187,7 @@ rb_gc_impl_prepare_heap(void *objspace_ptr)
     mosaic_objspace_t *objspace = objspace_ptr;
     /* Warmup gives memory back but does not change how far the heap may grow without a
      * collection: the budgets its full GC resets are restored (pace.c sets them afresh at
-     * every GC), and released pages are credited to them (heap.c). */
+     * every GC), and released pages are credited to them (page.c). */
     size_t own[MOSAIC_HEAP_MAX], shared = objspace->pace.allocatable_bytes;
     for (int i = 0; i < MOSAIC_HEAP_COUNT; i++) own[i] = objspace->heaps[i].allocatable_slots;
     /* Compacting too (as the default GC's warmup does): the forked children share fewer,

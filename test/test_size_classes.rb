@@ -1,6 +1,6 @@
 require_relative "helper"
 
-# Size classes (heap.c): the table MOSAIC_SIZE_CLASSES chooses at boot, slot sizes that are any
+# Size classes (src/space/size_class.c): the table MOSAIC_SIZE_CLASSES chooses at boot, slot sizes that are any
 # multiple of 8 (side bitmaps indexed by slot number), and what CRuby derives from the table.
 class TestMosaicSizeClasses < Test::Unit::TestCase
   include MosaicTestHelper

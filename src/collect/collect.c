@@ -20,7 +20,7 @@
  *   7. leave: trace line and peak snapshot (memory.c), GC_EXIT event, clear during_gc,
  *      release the lock; schedule finalizers.
  * Pages that sat in the empty-page pool through the whole previous cycle are released at
- * step 2 (heap.c).
+ * step 2 (page.c).
  *
  * Incremental marking (DESIGN section 10): a major GC the pacer starts (MOSAIC_INCREMENTAL)
  * stops at step 4 once the roots are marked (the start pause) and leaves; steps (pauses of
@@ -122,7 +122,7 @@ bool
 mosaic_collect(mosaic_objspace_t *objspace, unsigned int reason)
 {
     /* These guards run before the VM lock: another Ractor may be changing dont_gc
-     * (mosaic_gc_hold) or adding a page (sorted_count, heap.c) under it. Relaxed atomic loads;
+     * (mosaic_gc_hold) or adding a page (sorted_count, page_table.c) under it. Relaxed atomic loads;
      * a stale answer only decides whether to go for the lock. */
     if (__atomic_load_n(&objspace->dont_gc, __ATOMIC_RELAXED) && !(reason & MOSAIC_REASON_METHOD)) return false;
     if (!gc_allowed_here()) return false;

@@ -3,7 +3,7 @@
  *
  * Owns: turning a marked page into a freelist, freeing dead objects exactly once (weak VM
  * references, object id, rb_gc_obj_free, FREEOBJ events), deferring zombies, moving empty
- * pages to the empty-page pool (heap.c), the per-class queues of pages with free slots
+ * pages to the empty-page pool (page.c), the per-class queues of pages with free slots
  * (fullest first), and lazy sweeping driven by allocation.
  *
  * Invariants:
@@ -283,7 +283,7 @@ mosaic_heap_requeue_free_pages(struct mosaic_heap *heap)
 
 /* Sweeps heap->pages[sweep_index] and decides what happens to it: an empty page goes back to
  * the OS while the class is above what it should keep (freeable_pages, pace.c), else to the
- * empty-page pool (any class may reuse it; heap.c gives pages idle there back to the OS); a
+ * empty-page pool (any class may reuse it; page.c gives pages idle there back to the OS); a
  * page with room is queued by fullness; a full one is left alone. Returns its free slots
  * when it was queued, else 0. */
 static size_t

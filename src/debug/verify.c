@@ -593,7 +593,7 @@ mosaic_verify_heap(mosaic_objspace_t *objspace, bool raise_on_error)
         }
     }
     /* The empty-page pool: pages out of every class and out of the index, every slot free and
-     * on the page's freelist (heap.c reuses that list as is for the same class). */
+     * on the page's freelist (page.c reuses that list as is for the same class). */
     size_t pooled = 0;
     for (struct mosaic_page *page = objspace->pool.head; page; page = page->free_next) {
         if (++pooled > objspace->pool.count) {

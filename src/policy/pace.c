@@ -39,7 +39,7 @@
  *   beyond that to the OS at once (freeable_pages). Its other empty pages leave the class for
  *   the empty-page pool; any class takes them back before mapping fresh ones, with no budget
  *   needed (they are resident already). Pages idle in the pool for a whole cycle go back to
- *   the OS too (heap.c, mosaic_pool_trim, with a reserve against oscillation). Why both: a
+ *   the OS too (page.c, mosaic_pool_trim, with a reserve against oscillation). Why both: a
  *   heap that grew for a burst (gcbench: 57 MiB of pages for 11 MiB live) is refilled with
  *   garbage every cycle, its empty pages reused from the pool before they can sit idle.
  * Growth in steps, slots and malloc in one budget: however large the budget, once fresh pages

@@ -1,6 +1,6 @@
 /*
  * space.h: where objects live. Size classes (struct mosaic_heap), pages and their side
- * bitmaps, arenas, the page table, the empty-page pool (heap.c), and the per-Ractor
+ * bitmaps, arenas, the page table, the empty-page pool (size_class.c, arena.c, page_table.c, page.c), and the per-Ractor
  * allocation caches (alloc.c).
  *
  * Invariants kept here (docs/DESIGN.md, "space"):
@@ -35,7 +35,7 @@ struct mosaic_heap;
 struct mosaic_arena;
 
 /* What every collection writes for every page, whatever the page holds: kept apart from
- * struct mosaic_page, packed by arena (heap.c, page_body_take), so that a GC in a forked child
+ * struct mosaic_page, packed by arena (arena.c, mosaic_arena_take_body), so that a GC in a forked child
  * writes these few bytes per page and not each page's struct (bitmaps included), which it
  * writes only where a bit or a count changes. A page's entry lives as long as its body. */
 struct mosaic_page_cycle {
@@ -50,20 +50,20 @@ struct mosaic_page_cycle {
 
 struct mosaic_page {
     struct mosaic_heap *heap;
-    /* The mark bits: MOSAIC_BITMAP_WORDS words in the page's arena (heap.c), packed with the
+    /* The mark bits: MOSAIC_BITMAP_WORDS words in the page's arena (arena.c), packed with the
      * other pages' mark bits, which every major GC clears and sets again for every live
      * object: a major GC in a forked child copies those, not every page's struct. Beside
      * `heap`, which marking reads too: one cache line for both. */
     mosaic_bits_t *mark_bits;
     char *body;                      /* MOSAIC_PAGE_SIZE bytes, aligned */
-    struct mosaic_arena *arena;      /* the mapping the body was carved from (heap.c) */
+    struct mosaic_arena *arena;      /* the mapping the body was carved from (arena.c) */
     uintptr_t start;                 /* first slot */
     uint32_t slot_size;
     uint32_t slot_recip;             /* mosaic_slot_recip(slot_size): slot numbers by multiplying */
     uint32_t total_slots;
     uint32_t final_slots;            /* zombies on this page */
     uint32_t free_slots;             /* counted by the latest sweep of this page */
-    struct mosaic_page_cycle *cycle; /* in the page's arena (heap.c) */
+    struct mosaic_page_cycle *cycle; /* in the page's arena (arena.c) */
     struct mosaic_free_slot *freelist;
     struct mosaic_page *free_next;   /* link in a heap->free_pages bucket, or in the pool */
     size_t pooled_at;                /* stats.count when it entered the empty-page pool */
@@ -136,7 +136,7 @@ struct mosaic_cache {
     } heaps[MOSAIC_HEAP_MAX];
 };
 
-/* The first bytes of every page body (within MOSAIC_PAGE_HEADER_SIZE; heap.c writes it when it
+/* The first bytes of every page body (within MOSAIC_PAGE_HEADER_SIZE; page.c writes it when it
  * creates a page and when it lays one out for a class). The two copies equal the page struct's
  * slot_recip and start - body (verify.c checks): finding an object's page and its slot number
  * then reads this one cache line. */
@@ -199,21 +199,21 @@ mosaic_heap_used_slots(const struct mosaic_heap *heap, size_t allocated)
     return (allocated + heap->moved_in_objects) - (heap->total_freed_objects + heap->moved_out_objects);
 }
 
-/* Every page of every class, findable by address (heap.c): for conservative stack scans
+/* Every page of every class, findable by address (page_table.c): for conservative stack scans
  * (mosaic_pointer_to_slot_p) and for the heap checker. */
 struct mosaic_page_table {
     /* All pages of all classes, sorted by body address, for conservative lookups. */
     struct mosaic_page **sorted;
     size_t sorted_count;
     size_t sorted_capa;
-    /* The same pages by body address, open addressing (heap.c); mask = capacity - 1. */
+    /* The same pages by body address, open addressing (page_table.c); mask = capacity - 1. */
     struct mosaic_page **index;
     size_t index_mask;
     uintptr_t lomem, himem;
-    struct mosaic_arena *arenas;     /* every mapping that holds page bodies (heap.c) */
+    struct mosaic_arena *arenas;     /* every mapping that holds page bodies (arena.c) */
 };
 
-/* The empty-page pool (heap.c): pages no class uses, resident, linked through free_next. */
+/* The empty-page pool (page.c): pages no class uses, resident, linked through free_next. */
 struct mosaic_page_pool {
     struct mosaic_page *head;
     size_t count;
@@ -223,22 +223,34 @@ struct mosaic_page_pool {
 };
 
 
-/* heap.c: size classes, pages, page lookup */
+/* size_class.c: the size-class table and the classes' geometry */
+extern size_t mosaic_heap_sizes[MOSAIC_HEAP_MAX + 1];
 void mosaic_size_classes_from_env(void);
 void mosaic_heap_init(mosaic_objspace_t *objspace);
-void mosaic_heap_free_all(mosaic_objspace_t *objspace);
 size_t mosaic_heap_index_for_size(size_t size);
+size_t mosaic_heap_available_slots(mosaic_objspace_t *objspace);
+size_t mosaic_heap_allocated_pages(mosaic_objspace_t *objspace);
+
+/* arena.c: page bodies */
+bool mosaic_arena_take_body(mosaic_objspace_t *objspace, struct mosaic_page *page);
+void mosaic_arena_return_body(mosaic_objspace_t *objspace, struct mosaic_arena *arena, char *body);
+size_t mosaic_arena_metadata_bytes(mosaic_objspace_t *objspace);
+void mosaic_arenas_free(mosaic_objspace_t *objspace);
+
+/* page_table.c: pages by address */
+bool mosaic_page_table_add(mosaic_objspace_t *objspace, struct mosaic_page *page);
+void mosaic_page_table_remove(mosaic_objspace_t *objspace, struct mosaic_page *page);
+bool mosaic_pointer_to_slot_p(mosaic_objspace_t *objspace, const void *ptr);
+void mosaic_page_table_free(mosaic_objspace_t *objspace);
+
+/* page.c: the page lifecycle */
 struct mosaic_page *mosaic_page_new(mosaic_objspace_t *objspace, struct mosaic_heap *heap);
 void mosaic_page_release(mosaic_objspace_t *objspace, struct mosaic_heap *heap, size_t index);
 void mosaic_heap_retire_empty_page(mosaic_objspace_t *objspace, struct mosaic_heap *heap, size_t index);
 size_t mosaic_heap_release_empty_pages(mosaic_objspace_t *objspace);
-bool mosaic_pointer_to_slot_p(mosaic_objspace_t *objspace, const void *ptr);
-size_t mosaic_heap_available_slots(mosaic_objspace_t *objspace);
-size_t mosaic_heap_allocated_pages(mosaic_objspace_t *objspace);
-size_t mosaic_arena_metadata_bytes(mosaic_objspace_t *objspace);
-extern size_t mosaic_heap_sizes[MOSAIC_HEAP_MAX + 1];
+void mosaic_heap_free_all(mosaic_objspace_t *objspace);
 
-/* heap.c: the empty-page pool */
+/* page.c: the empty-page pool */
 struct mosaic_page *mosaic_pool_take(mosaic_objspace_t *objspace, struct mosaic_heap *heap);
 void mosaic_pool_put(mosaic_objspace_t *objspace, struct mosaic_heap *heap, size_t index);
 size_t mosaic_pool_slots(mosaic_objspace_t *objspace);
