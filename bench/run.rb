@@ -22,6 +22,7 @@
 # Usage: bench/run.rb [--quick] [--reps N] [--only a,b] [--gcs default,mosaic,default+jemalloc,...]
 #                     [--jemalloc] [--ballast MIB,...] [--list] [--setup]
 #        bench/run.rb --chart bench/results/FILE.json   (redraw a chart)
+#        bench/summary.rb FILE.json [--chart OUT.svg]   (the summary table of docs/PERFORMANCE.md)
 require "json"
 require "optparse"
 require "rbconfig"
