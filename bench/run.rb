@@ -4,9 +4,10 @@
 # workload script (bench/workloads/*.rb) under each GC library of the same Ruby binary, interleaved
 # (default, mosaic, default, mosaic, ...), N times; takes wall time around each child process and
 # the child's own peak RSS, GC count and GC time (bench/lib/probe.rb) and figures (i/s, latency...);
-# then prints a Markdown table, writes JSON + Markdown under bench/results/ and draws the ratio
-# chart (bench/lib/chart.rb). It runs with any Ruby >= 3.0; the measured Ruby is found with
-# scripts/toolchain.sh paths. A failing run is reported with its stderr tail, never dropped.
+# then prints a Markdown table, writes JSON + Markdown under bench/results/ (not tracked by git)
+# and draws the ratio chart (bench/lib/chart.rb: SVG, and PNG with rsvg-convert). It runs with
+# any Ruby >= 3.0; the measured Ruby is found with scripts/toolchain.sh paths. A failing run is
+# reported with its stderr tail, never dropped.
 # A configuration is a GC library, optionally with "+jemalloc": the same GC with Debian's
 # libjemalloc.so.2 preloaded (LD_PRELOAD), as Rails' production Dockerfile does, and optionally
 # with environment variables after a colon ("mosaic:MOSAIC_INCREMENTAL=0", "mosaic:A=1:B=2"). Each
@@ -21,6 +22,7 @@
 # Usage: bench/run.rb [--quick] [--reps N] [--only a,b] [--gcs default,mosaic,default+jemalloc,...]
 #                     [--jemalloc] [--ballast MIB,...] [--list] [--setup]
 #        bench/run.rb --chart bench/results/FILE.json   (redraw a chart)
+#        bench/summary.rb FILE.json [--chart OUT.svg]   (the summary table of docs/PERFORMANCE.md)
 require "json"
 require "optparse"
 require "rbconfig"
@@ -131,11 +133,11 @@ parser = OptionParser.new do |o|
     options[:ballast] = l.map { |v| Integer(v, 10) }
   end
   o.on("--timeout SECONDS", Integer, "per-run time limit (default 1200, quick 300)") { |t| options[:timeout] = t }
-  o.on("--setup", "run bench/setup.sh first (gems, gnuplot, valgrind)") { options[:setup] = true }
+  o.on("--setup", "run bench/setup.sh first (gems, valgrind, rsvg-convert)") { options[:setup] = true }
   o.on("--no-pauses", "do not time GC pauses in every run (bench/lib/pauses.c; to measure its overhead)") do
     options[:pauses] = false
   end
-  o.on("--chart FILE.json", "only redraw the chart (SVG, PNG) of an earlier results file") { |f| options[:chart] = f }
+  o.on("--chart FILE.json", "only redraw the chart (SVG; PNG with rsvg-convert) of a results file, beside it") { |f| options[:chart] = f }
   o.on("--list", "list the benchmarks and exit") do
     BENCHMARKS.each { |b| puts format("  %-20s %s", b.name, b.about) }
     exit
@@ -155,6 +157,10 @@ rescue OptionParser::ParseError => e
 end
 if (json_file = options[:chart])
   saved = JSON.parse(File.read(json_file))
+  unless saved["results"].is_a?(Array) && saved["gcs"]
+    warn "bench/run.rb: #{json_file} is not a results file of bench/run.rb"
+    exit 2
+  end
   files = Chart.draw(saved["results"], saved["gcs"], saved["baseline"], saved, json_file.sub(/\.json\z/, ""))
   puts files
   exit(files.empty? ? 1 : 0)

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs what the benchmark suite needs beyond the Ruby toolchain, idempotently:
-# Debian packages (gnuplot-nox for the chart, valgrind for cache misses, libsqlite3-dev, and
+# Debian packages (librsvg2-bin for the chart's PNG, valgrind for cache misses, libsqlite3-dev, and
 # libjemalloc2 for the +jemalloc configurations of bench/run.rb, preloaded as Rails' Dockerfile does) and
 # the gems of the application benchmarks (liquid; Rails + sqlite3) into bench/.gems (not committed).
 # Usage: bench/setup.sh            (safe to re-run; installs only what is missing)
@@ -16,13 +16,13 @@ log() { printf '[bench/setup] %s\n' "$*" >&2; }
 
 SUDO=""; [ "$(id -u)" = 0 ] || SUDO=sudo
 missing=""
-for p in gnuplot-nox valgrind libsqlite3-dev pkg-config libjemalloc2; do
+for p in librsvg2-bin valgrind libsqlite3-dev pkg-config libjemalloc2; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
 done
 if [ -n "$missing" ]; then
   log "installing Debian packages:$missing"
   $SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq $missing >/dev/null \
-    || log "WARNING: apt-get could not install:$missing (chart, cachegrind figures or +jemalloc runs will be missing)"
+    || log "WARNING: apt-get could not install:$missing (chart PNG, cachegrind figures or +jemalloc runs will be missing)"
 fi
 
 # Gem sets, one per application benchmark. Versions are pinned so that runs stay comparable.
