@@ -71,7 +71,7 @@ SRCS := $(wildcard src/*.c src/*/*.c)
 # variant says -O3). The library's code is resident in every process (the
 # kernel maps a file's pages around each one touched), so its size is memory: docs/DESIGN.md
 # section 7, "Code size".
-COLD := collect config memory pace verify walk size_histogram
+COLD := collect enter incremental trigger config memory pace verify walk size_histogram
 obj_opt = $(if $(filter $(COLD),$(notdir $(1))),$(patsubst -O3,-Os,$(OPT)),$(OPT))
 OBJS := $(patsubst src/%.c,$(BUILD)/%.o,$(SRCS))
 LIB := $(BUILD)/librubygc.mosaic.so

@@ -175,21 +175,24 @@ struct mosaic_object_ids {
 };
 
 
-/* collect.c: the cycle, entering and leaving GC */
+/* enter.c: entering and leaving the collector */
+void mosaic_gc_enter(mosaic_objspace_t *objspace, unsigned int *lock_lev, bool barrier);
+void mosaic_gc_exit(mosaic_objspace_t *objspace, unsigned int *lock_lev);
+bool mosaic_gc_allowed_here(void);
+
+/* collect.c: the cycle */
 bool mosaic_collect(mosaic_objspace_t *objspace, unsigned int reason);
+void mosaic_collect_finish_cycle(mosaic_objspace_t *objspace, unsigned int reason, bool compact, uint64_t start_ns, unsigned int *lev);
+void mosaic_gc_rest(mosaic_objspace_t *objspace);
+
+/* incremental.c: a major GC that marks in steps */
+void mosaic_incremental_start(mosaic_objspace_t *objspace, unsigned int reason, unsigned int *lev);
 void mosaic_incremental_step(mosaic_objspace_t *objspace, size_t slots_taken);
-/* Catch-up steps (collect.c): how many a mark in steps may take, and the share of L each marks. */
+/* Catch-up steps: how many a mark in steps may take, and the share of L each marks. */
 #define MOSAIC_MARK_CATCH_UPS 16
 #define MOSAIC_MARK_CATCH_UP_DIV 8
 bool mosaic_incremental_catch_up(mosaic_objspace_t *objspace);
 void mosaic_incremental_finish(mosaic_objspace_t *objspace);
-bool mosaic_incremental_start_due(mosaic_objspace_t *objspace);
-bool mosaic_incremental_wanted(mosaic_objspace_t *objspace);
-void mosaic_heap_release_reserves(mosaic_objspace_t *objspace);
-void mosaic_heap_drop_reserves(mosaic_objspace_t *objspace);
-void mosaic_gc_rest(mosaic_objspace_t *objspace);
-void mosaic_gc_enter(mosaic_objspace_t *objspace, unsigned int *lock_lev, bool barrier);
-void mosaic_gc_exit(mosaic_objspace_t *objspace, unsigned int *lock_lev);
 
 /* mark.c: marking and weak references */
 void mosaic_mark(mosaic_objspace_t *objspace, VALUE obj, bool pin);
@@ -237,8 +240,6 @@ void mosaic_promote_all(mosaic_objspace_t *objspace);
 void mosaic_generation_after_fork(mosaic_objspace_t *objspace);
 
 /* sweep.c: sweeping and page reuse */
-struct mosaic_page *mosaic_heap_dequeue_free_page(struct mosaic_heap *heap);
-void mosaic_heap_requeue_free_pages(struct mosaic_heap *heap);
 void mosaic_sweep_prepare(mosaic_objspace_t *objspace);
 struct mosaic_page *mosaic_sweep_for_free_page(mosaic_objspace_t *objspace, struct mosaic_heap *heap);
 void mosaic_sweep_help(mosaic_objspace_t *objspace);

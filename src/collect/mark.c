@@ -25,7 +25,8 @@
  *    remembered, so the remembered-set invariant holds for both kinds of edge when the cycle
  *    ends. In a minor GC, mark bits start as a copy of the old bits: old objects count as
  *    reached, and only traced parents register their weak slots.
- *  - Outside marking, the entry points only serve the heap checker (verify_ctx set).
+ *  - Outside marking, the entry points only serve an edge walk (checks.edge_visitor set: the
+ *    heap checker).
  *  - Per-thread state: everything a marker changes while tracing (stack, queue, parent, depth,
  *    counts, its weak list) is its own struct mosaic_marker, found through a thread-local
  *    pointer (rb_gc_mark_children hands us only the objspace). With parallel marking
@@ -402,8 +403,8 @@ mosaic_mark(mosaic_objspace_t *objspace, VALUE obj, bool pin)
     if (RB_UNLIKELY(!objspace->marking)) {
         /* The heap checker walks every object's edges through rb_gc_mark_children; it reports
          * a bad edge with its parent. */
-        if (objspace->checks.verify_ctx) {
-            mosaic_verify_edge(objspace, obj, false);
+        if (objspace->checks.edge_visitor) {
+            objspace->checks.edge_visitor(objspace, obj, false);
             return;
         }
         rb_bug("Mosaic: rb_gc_impl_mark(%p) called outside the mark phase", (void *)obj);
@@ -490,8 +491,8 @@ mosaic_mark_weak(mosaic_objspace_t *objspace, VALUE *ptr)
     VALUE obj = *ptr;
     if (RB_SPECIAL_CONST_P(obj)) return;
     if (RB_UNLIKELY(!objspace->marking)) {
-        if (objspace->checks.verify_ctx) {
-            mosaic_verify_edge(objspace, obj, true);
+        if (objspace->checks.edge_visitor) {
+            objspace->checks.edge_visitor(objspace, obj, true);
             return;
         }
         rb_bug("Mosaic: rb_gc_impl_mark_weak(%p) called outside the mark phase", (void *)ptr);
@@ -531,7 +532,7 @@ remove_weak_registered(struct mosaic_marker *marker, VALUE parent, VALUE *ptr)
 void
 mosaic_remove_weak(mosaic_objspace_t *objspace, VALUE parent, VALUE *ptr)
 {
-    if (objspace->checks.verify_ctx) return;
+    if (objspace->checks.edge_visitor) return;
     if (objspace->marking) {
         /* Called from a mark function (the parent's): the slot is in the list of the marker
          * tracing it, the one running here; else the collecting thread's. */

@@ -3,8 +3,8 @@
  *
  * Owns: turning a marked page into a freelist, freeing dead objects exactly once (weak VM
  * references, object id, rb_gc_obj_free, FREEOBJ events), deferring zombies, moving empty
- * pages to the empty-page pool (page.c), the per-class queues of pages with free slots
- * (fullest first), and lazy sweeping driven by allocation.
+ * pages to the empty-page pool (page.c), queueing pages with free slots (page_queue.c),
+ * and lazy sweeping driven by allocation.
  *
  * Invariants:
  *  - After mosaic_sweep_prepare every page is before_sweep and no cache holds a slot
@@ -230,57 +230,6 @@ page_sweep_here(mosaic_objspace_t *objspace, struct mosaic_page *page)
     return page->free_slots;
 }
 
-/* Bucket of a page with free slots: 0 for the fullest (under 1/4 free) to 3 (3/4 or more). */
-static inline int
-free_bucket(const struct mosaic_page *page)
-{
-    int b = (int)((size_t)page->free_slots * MOSAIC_FREE_BUCKETS / page->total_slots);
-    return b < MOSAIC_FREE_BUCKETS ? b : MOSAIC_FREE_BUCKETS - 1;
-}
-
-static inline void
-queue_free_page(struct mosaic_heap *heap, struct mosaic_page *page)
-{
-    int b = free_bucket(page);
-    page->free_next = heap->free_pages[b];
-    heap->free_pages[b] = page;
-}
-
-/* The fullest queued page of the class, dequeued, or NULL. */
-struct mosaic_page *
-mosaic_heap_dequeue_free_page(struct mosaic_heap *heap)
-{
-    for (int b = 0; b < MOSAIC_FREE_BUCKETS; b++) {
-        struct mosaic_page *page = heap->free_pages[b];
-        if (page) {
-            heap->free_pages[b] = page->free_next;
-            page->free_next = NULL;
-            return page;
-        }
-    }
-    return NULL;
-}
-
-/* Rebuilds the class's queues from its pages' freelists (all pages swept, no cache holds a
- * slot). */
-void
-mosaic_heap_requeue_free_pages(struct mosaic_heap *heap)
-{
-    for (int b = 0; b < MOSAIC_FREE_BUCKETS; b++) heap->free_pages[b] = NULL;
-    /* Held-back pages are among them (their free_next links are rewritten here). */
-    heap->reserve = NULL;
-    heap->reserve_slots = 0;
-    for (size_t j = 0; j < heap->page_count; j++) {
-        struct mosaic_page *page = heap->pages[j];
-        MOSAIC_STORE_CHANGED(page->free_next, NULL);
-        if (!page->freelist) continue;
-        size_t n = 0;
-        for (struct mosaic_free_slot *s = page->freelist; s; s = s->next) n++;
-        MOSAIC_STORE_CHANGED(page->free_slots, (uint32_t)n);
-        queue_free_page(heap, page);
-    }
-}
-
 /* Sweeps heap->pages[sweep_index] and decides what happens to it: an empty page goes back to
  * the OS while the class is above what it should keep (freeable_pages, pace.c), else to the
  * empty-page pool (any class may reuse it; page.c gives pages idle there back to the OS); a
@@ -314,46 +263,10 @@ heap_sweep_step(mosaic_objspace_t *objspace, struct mosaic_heap *heap)
             heap->reserve_slots += free_slots;
             return 0;
         }
-        queue_free_page(heap, page);
+        mosaic_heap_queue_free_page(heap, page);
         return free_slots;
     }
     return 0;
-}
-
-/* No page is held back any more: what rebuilds the queues from every page's freelist, or may
- * retire pages (compaction, Process.warmup), calls this first; the pages keep their
- * freelists, and the queues are rebuilt from them (mosaic_heap_requeue_free_pages). */
-void
-mosaic_heap_drop_reserves(mosaic_objspace_t *objspace)
-{
-    objspace->incremental.reserving = false;
-    for (int i = 0; i < MOSAIC_HEAP_COUNT; i++) {
-        objspace->heaps[i].reserve = NULL;
-        objspace->heaps[i].reserve_slots = 0;
-    }
-}
-
-/* The held-back pages join the class's queues (the major GC they were kept for has started,
- * or, in a forked child, will not come). */
-static void
-heap_release_reserve(struct mosaic_heap *heap)
-{
-    struct mosaic_page *page = heap->reserve;
-    while (page) {
-        struct mosaic_page *next = page->free_next;
-        queue_free_page(heap, page);
-        page = next;
-    }
-    heap->reserve = NULL;
-    heap->reserve_slots = 0;
-}
-
-/* Every class's held-back pages join its queues, and the sweep holds nothing back any more. */
-void
-mosaic_heap_release_reserves(mosaic_objspace_t *objspace)
-{
-    objspace->incremental.reserving = false;
-    for (int i = 0; i < MOSAIC_HEAP_COUNT; i++) heap_release_reserve(&objspace->heaps[i]);
 }
 
 static void
@@ -364,7 +277,9 @@ update_lazy_sweeping(mosaic_objspace_t *objspace)
     }
     if (objspace->lazy_sweeping) {
         objspace->lazy_sweeping = false;
+        /* The memory figures first: the pacer reads them (the overhead, the malloc trim). */
         mosaic_memory_after_sweep(objspace);
+        mosaic_pace_after_sweep(objspace);
         rb_gc_event_hook(0, RUBY_INTERNAL_EVENT_GC_END_SWEEP);
         objspace->gc_state = MOSAIC_STATE_NONE;
     }

@@ -39,6 +39,9 @@ struct mosaic_checks {
     size_t tricolor_checked_at;      /* total allocations at the latest tri-color check */
     bool verify_roots_due;           /* objects moved since the latest heap check: check the roots too (verify.c) */
     void *verify_ctx;                /* set while the heap checker walks edges (verify.c) */
+    /* Set while something walks edges outside the mark phase (the heap checker): marking's
+     * entry points hand each edge to it instead of marking (mark.c). */
+    void (*edge_visitor)(mosaic_objspace_t *objspace, VALUE child, bool weak);
 };
 
 #pragma GCC visibility pop

@@ -105,7 +105,7 @@ imemo_iseq_p(VALUE obj)
 }
 
 /* One edge of ctx->parent, strong or weak, as rb_gc_mark_children reports it (mark.c routes
- * its entry points here while verify_ctx is set). A weak edge that survived a collection must
+ * its entry points here: checks.edge_visitor). A weak edge that survived a collection must
  * point to a live object exactly like a strong one: a dead referent is cleared (Qundef) by the
  * collection that found it dead. */
 void
@@ -567,6 +567,7 @@ mosaic_verify_heap(mosaic_objspace_t *objspace, bool raise_on_error)
     bool was_during_gc = objspace->during_gc;
     objspace->during_gc = true;
     objspace->checks.verify_ctx = &ctx;
+    objspace->checks.edge_visitor = mosaic_verify_edge;
 
     /* CRuby's weak tables; the generic ivar table's keys are kept (sorted) for the page walk. */
     verify_vm_weak_table(&ctx, RB_GC_VM_CI_TABLE, "call info table", T_IMEMO, 0);
@@ -661,6 +662,7 @@ mosaic_verify_heap(mosaic_objspace_t *objspace, bool raise_on_error)
         report(&ctx, "%zu live slots found, counters say %zu", live, counted_live);
     }
 
+    objspace->checks.edge_visitor = NULL;
     objspace->checks.verify_ctx = NULL;
     objspace->during_gc = was_during_gc;
     rb_gc_vm_unlock(lev);
@@ -769,6 +771,7 @@ mosaic_verify_tricolor(mosaic_objspace_t *objspace)
     st_table *grey = st_init_numtable();
     mosaic_mark_stack_each(objspace, grey_add_i, grey);
     objspace->checks.verify_ctx = &ctx;
+    objspace->checks.edge_visitor = mosaic_verify_edge;
     for (int h = 0; h < MOSAIC_HEAP_COUNT; h++) {
         struct mosaic_heap *heap = &objspace->heaps[h];
         for (size_t j = 0; j < heap->page_count; j++) {
@@ -807,6 +810,7 @@ mosaic_verify_tricolor(mosaic_objspace_t *objspace)
         mosaic_ptr_vec_free(&ctx.frontier);
     }
     mosaic_ptr_vec_free(&ctx.black_to_white);
+    objspace->checks.edge_visitor = NULL;
     objspace->checks.verify_ctx = NULL;
     st_free_table(grey);
     return ctx.errors;

@@ -349,7 +349,6 @@ mosaic_memory_after_sweep(mosaic_objspace_t *objspace)
 #ifdef __GLIBC__
     if (objspace->full_mark) trim_malloc(objspace, false);
 #endif
-    mosaic_pace_after_sweep(objspace);
 }
 
 /* MOSAIC_MEMORY_REPORT=1: the breakdown now and at the peak, on stderr. */

@@ -97,6 +97,20 @@ bool mosaic_pace_near_limit(mosaic_objspace_t *objspace);
 void mosaic_pace_after_fork(mosaic_objspace_t *objspace);
 size_t mosaic_pace_keep_slots(const struct mosaic_params *params, int h, size_t live);
 
+/* trigger.c: what a collection does: minor or major, compact, marks in steps */
+struct mosaic_collection_plan {
+    unsigned int reason;             /* the request's MOSAIC_REASON_* bits, completed */
+    bool full;                       /* a major GC */
+    bool compact;                    /* compacts after a complete sweep */
+    bool by_fragmentation;           /* the fragmentation policy decides after the mark */
+};
+void mosaic_trigger_plan(mosaic_objspace_t *objspace, unsigned int reason, struct mosaic_collection_plan *plan);
+bool mosaic_trigger_in_steps(mosaic_objspace_t *objspace, unsigned int reason);
+void mosaic_trigger_observe_mark(mosaic_objspace_t *objspace, bool full, uint64_t mark_ns);
+double mosaic_trigger_major_slots(mosaic_objspace_t *objspace);
+bool mosaic_incremental_wanted(mosaic_objspace_t *objspace);
+bool mosaic_incremental_start_due(mosaic_objspace_t *objspace);
+
 /* memory.c: where the memory goes; MOSAIC_TRACE, MOSAIC_MEMORY_REPORT, malloc_trim */
 /* How fresh mosaic_memory_breakdown's measured figures (RSS, glibc's) are. */
 enum mosaic_measure {

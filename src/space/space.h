@@ -250,6 +250,29 @@ void mosaic_heap_retire_empty_page(mosaic_objspace_t *objspace, struct mosaic_he
 size_t mosaic_heap_release_empty_pages(mosaic_objspace_t *objspace);
 void mosaic_heap_free_all(mosaic_objspace_t *objspace);
 
+/* Bucket of a page with free slots: 0 for the fullest (under 1/4 free) to 3 (3/4 or more). */
+static inline int
+mosaic_free_bucket(const struct mosaic_page *page)
+{
+    int b = (int)((size_t)page->free_slots * MOSAIC_FREE_BUCKETS / page->total_slots);
+    return b < MOSAIC_FREE_BUCKETS ? b : MOSAIC_FREE_BUCKETS - 1;
+}
+
+/* Queues a swept page with free slots in its class (page_queue.c). */
+static inline void
+mosaic_heap_queue_free_page(struct mosaic_heap *heap, struct mosaic_page *page)
+{
+    int b = mosaic_free_bucket(page);
+    page->free_next = heap->free_pages[b];
+    heap->free_pages[b] = page;
+}
+
+/* page_queue.c: pages with free slots, by fullness, and pages held back */
+struct mosaic_page *mosaic_heap_dequeue_free_page(struct mosaic_heap *heap);
+void mosaic_heap_requeue_free_pages(struct mosaic_heap *heap);
+void mosaic_heap_drop_reserves(mosaic_objspace_t *objspace);
+void mosaic_heap_release_reserves(mosaic_objspace_t *objspace);
+
 /* page.c: the empty-page pool */
 struct mosaic_page *mosaic_pool_take(mosaic_objspace_t *objspace, struct mosaic_heap *heap);
 void mosaic_pool_put(mosaic_objspace_t *objspace, struct mosaic_heap *heap, size_t index);
