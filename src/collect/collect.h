@@ -201,7 +201,6 @@ void mosaic_mark_and_move(mosaic_objspace_t *objspace, VALUE *ptr);
 void mosaic_mark_weak(mosaic_objspace_t *objspace, VALUE *ptr);
 void mosaic_remove_weak(mosaic_objspace_t *objspace, VALUE parent, VALUE *ptr);
 void mosaic_mark_phase(mosaic_objspace_t *objspace, bool full);
-size_t mosaic_expected_traced(mosaic_objspace_t *objspace, bool full);
 void mosaic_mark_incremental_start(mosaic_objspace_t *objspace);
 bool mosaic_mark_incremental_step(mosaic_objspace_t *objspace, size_t budget);
 void mosaic_mark_incremental_finish(mosaic_objspace_t *objspace);

@@ -652,18 +652,6 @@ update_weak_references(mosaic_objspace_t *objspace)
     if (objspace->mark.weak_index.built) mosaic_weak_index_reset(&objspace->mark.weak_index);
 }
 
-/* Slots a mark phase of this kind is expected to trace: what the latest one of its kind traced,
- * or before the first, the slots in use (major) or young slots in use (minor) at this GC. */
-size_t
-mosaic_expected_traced(mosaic_objspace_t *objspace, bool full)
-{
-    if (objspace->mark.last_traced[full]) return objspace->mark.last_traced[full] - 1;   /* stored plus one: 0 is "none yet" */
-    size_t expected = 0;
-    for (int i = 0; i < MOSAIC_HEAP_COUNT; i++) expected += objspace->heaps[i].used_slots_at_gc;
-    if (!full) expected = expected > objspace->gen.old_objects ? expected - objspace->gen.old_objects : 0;
-    return expected;
-}
-
 /* Parallel marking pays for its hand-offs only when there is much to trace: when the latest
  * mark phase of the same kind traced at least parallel_mark_min slots (a minor GC traces what
  * survives of the young, usually far less than the young slots in use), and more than one GC

@@ -76,7 +76,6 @@ VALUE mosaic_stat_heap(mosaic_objspace_t *objspace, VALUE heap_name, VALUE hash_
 VALUE mosaic_latest_gc_info(mosaic_objspace_t *objspace, VALUE hash_or_key);
 void mosaic_profile_record(mosaic_objspace_t *objspace, unsigned int reason, uint64_t start_ns, uint64_t end_ns);
 void mosaic_define_profiler(void);
-size_t mosaic_live_slots(mosaic_objspace_t *objspace);
 
 /* walk.c: heap walking */
 void mosaic_each_object(mosaic_objspace_t *objspace, void (*func)(VALUE, void *), void *data);

@@ -91,12 +91,6 @@ sum_heaps(mosaic_objspace_t *objspace, size_t offset)
 }
 #define SUM_HEAPS(field) sum_heaps(objspace, offsetof(struct mosaic_heap, field))
 
-size_t
-mosaic_live_slots(mosaic_objspace_t *objspace)
-{
-    return mosaic_total_allocated(objspace) - SUM_HEAPS(total_freed_objects) - SUM_HEAPS(final_slots);
-}
-
 /* A figure of GC.stat or GC.stat_heap: its key and value. The figures are gathered in a
  * table, then answered in one loop (answer_figures): a store per figure in the code, not an
  * inlined compare, Fixnum check and rb_hash_aset per key (that form, for GC.stat's 84 keys,

@@ -108,6 +108,7 @@ void mosaic_trigger_plan(mosaic_objspace_t *objspace, unsigned int reason, struc
 bool mosaic_trigger_in_steps(mosaic_objspace_t *objspace, unsigned int reason);
 void mosaic_trigger_observe_mark(mosaic_objspace_t *objspace, bool full, uint64_t mark_ns);
 double mosaic_trigger_major_slots(mosaic_objspace_t *objspace);
+size_t mosaic_expected_traced(mosaic_objspace_t *objspace, bool full);
 bool mosaic_incremental_wanted(mosaic_objspace_t *objspace);
 bool mosaic_incremental_start_due(mosaic_objspace_t *objspace);
 

@@ -83,6 +83,18 @@ mosaic_trigger_plan(mosaic_objspace_t *objspace, unsigned int reason, struct mos
     plan->by_fragmentation = by_fragmentation;
 }
 
+/* Slots a mark phase of this kind is expected to trace: what the latest one of its kind traced,
+ * or before the first, the slots in use (major) or young slots in use (minor) at this GC. */
+size_t
+mosaic_expected_traced(mosaic_objspace_t *objspace, bool full)
+{
+    if (objspace->mark.last_traced[full]) return objspace->mark.last_traced[full] - 1;   /* stored plus one: 0 is "none yet" */
+    size_t expected = 0;
+    for (int i = 0; i < MOSAIC_HEAP_COUNT; i++) expected += objspace->heaps[i].used_slots_at_gc;
+    if (!full) expected = expected > objspace->gen.old_objects ? expected - objspace->gen.old_objects : 0;
+    return expected;
+}
+
 /* Marks done at once are timed (two clock reads, whether or not GC.measure_total_time is on):
  * their cost per traced slot, and the longest recent minor mark, decide which majors mark in
  * steps (below). Marks of fewer than MARK_COST_MIN_SLOTS slots are too short to time. */

@@ -116,6 +116,15 @@ mosaic_total_allocated(mosaic_objspace_t *objspace)
     return sum;
 }
 
+/* Objects allocated and not freed (live, zombies, garbage not swept yet), all classes. */
+size_t
+mosaic_live_slots(mosaic_objspace_t *objspace)
+{
+    size_t gone = 0;
+    for (int i = 0; i < MOSAIC_HEAP_COUNT; i++) gone += objspace->heaps[i].total_freed_objects + objspace->heaps[i].final_slots;
+    return mosaic_total_allocated(objspace) - gone;
+}
+
 /* ============================================================ slow path */
 
 /* A page with free slots, without growing: the fullest queued one, else by sweeping more of

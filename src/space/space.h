@@ -285,6 +285,7 @@ void mosaic_cache_free(mosaic_objspace_t *objspace, struct mosaic_cache *cache);
 void mosaic_caches_clear(mosaic_objspace_t *objspace);
 size_t mosaic_heap_total_allocated(mosaic_objspace_t *objspace, int heap_index);
 size_t mosaic_total_allocated(mosaic_objspace_t *objspace);
+size_t mosaic_live_slots(mosaic_objspace_t *objspace);
 VALUE mosaic_new_obj(mosaic_objspace_t *objspace, struct mosaic_cache *cache, VALUE klass, VALUE flags,
                      VALUE v1, VALUE v2, VALUE v3, bool wb_protected, size_t alloc_size);
 
