@@ -1,4 +1,5 @@
 require_relative "helper"
+require_relative "../scripts/options-table"
 
 # Tunables from the environment: bad values warn and fall back; good ones take effect.
 class TestMosaicEnv < Test::Unit::TestCase
@@ -147,5 +148,167 @@ class TestMosaicEnv < Test::Unit::TestCase
     assert_match(/invalid value for RUBY_GC_HEAP_GROWTH_FACTOR: inf/, err)
     assert_match(/invalid value for RUBY_GC_HEAP_OLDOBJECT_LIMIT_FACTOR: nan/, err)
     assert_equal "1.8\n2.0\n", out
+  end
+  # ------------------------------------------------------------------ the options table
+
+  # src/core/options.def, the one table of options, against the library: each row's range is
+  # the one the library enforces, its default the one it keeps, its GC.config key the one that
+  # reports it (test_options.rb checks the table against the sources and the README).
+  OPTIONS = MosaicOptions.parse
+  UNIFORM = OPTIONS.select { |r| %i[size number switch].include?(r.kind) }
+
+  # The custom rows (their ACCEPTS is prose): a value just outside each one's range, and what the
+  # library says of it. A new custom row needs its entry here.
+  CUSTOM_BELOW = {
+    "RUBY_GC_HEAP_<i>_INIT_SLOTS" => ["RUBY_GC_HEAP_0_INIT_SLOTS", "-1", /invalid value for RUBY_GC_HEAP_0_INIT_SLOTS: -1 \(keeping 10000\)/],
+    "RUBY_GC_MALLOC_LIMIT_MAX" => ["RUBY_GC_MALLOC_LIMIT_MAX", "-1", /invalid value for RUBY_GC_MALLOC_LIMIT_MAX: -1 \(keeping 33554432\)/],
+    "RUBY_GC_OLDMALLOC_LIMIT_MAX" => ["RUBY_GC_OLDMALLOC_LIMIT_MAX", "-1", /invalid value for RUBY_GC_OLDMALLOC_LIMIT_MAX: -1 \(keeping 134217728\)/],
+    "MOSAIC_STRESS_RACES" => ["MOSAIC_STRESS_RACES", "-1", /invalid value for MOSAIC_STRESS_RACES: -1 \(keeping 0\)/],
+    "MOSAIC_AUTO_COMPACT" => ["MOSAIC_AUTO_COMPACT", "sometimes", /invalid value for MOSAIC_AUTO_COMPACT: sometimes \(off, fragmentation or always; keeping off\)/],
+    "MOSAIC_MEMORY_LIMIT" => ["MOSAIC_MEMORY_LIMIT", "1023k", /MOSAIC_MEMORY_LIMIT=1047552 is ignored because it must be at least 1048576 \(keeping 0\)/],
+    "MOSAIC_GC_THREADS" => ["MOSAIC_GC_THREADS", "0", /MOSAIC_GC_THREADS=0 is ignored because it must be at least 1 /],
+    "MOSAIC_BACKGROUND_SWEEP" => ["MOSAIC_BACKGROUND_SWEEP", "-1", /invalid value for MOSAIC_BACKGROUND_SWEEP: -1 /],
+    "MOSAIC_VERIFY" => ["MOSAIC_VERIFY", "-1", /invalid value for MOSAIC_VERIFY: -1 \(keeping 0\)/],
+    "MOSAIC_SIZE_CLASSES" => ["MOSAIC_SIZE_CLASSES", "32,64", /invalid value for MOSAIC_SIZE_CLASSES: 32,64 \(32 is not a multiple of 8 from 40 to 1032; keeping 40,80,160,320,640\)/],
+    "MOSAIC_SIZE_HISTOGRAM_OUT" => nil,   # any path; the size-histogram build's
+  }.freeze
+  # The custom rows with an upper bound: a value above it is taken as the bound.
+  CUSTOM_ABOVE = {
+    "MOSAIC_GC_THREADS" => ["MOSAIC_GC_THREADS", "65", /MOSAIC_GC_THREADS=65 is taken as 64/],
+    "MOSAIC_STRESS_RACES" => ["MOSAIC_STRESS_RACES", "100001", /MOSAIC_STRESS_RACES=100001 is taken as 100000/],
+    "MOSAIC_VERIFY" => ["MOSAIC_VERIFY", "2", /MOSAIC_VERIFY=2 is taken as 1/],
+  }.freeze
+  # A value other than the default for the custom rows' GC.config keys.
+  CUSTOM_CONFIG = { "malloc_limit_max" => "64 << 20", "auto_compact_policy" => ":always",
+                    "memory_limit" => "512 << 20", "verify_after_gc" => "true" }.freeze
+
+  # What GC.config reports, per key, from `puts "key=value.inspect"` lines.
+  CONFIG_SCRIPT = 'GC.config.each { |k, v| puts "#{k}=#{v.inspect}" }'
+
+  def option_defaults
+    UNIFORM.to_h { |r| [r.field, MosaicOptions.value(r.default)] }
+  end
+
+  # A number bound's value: a number, or another row's value in `values`.
+  def option_bound(bound, values)
+    bound.is_a?(Array) ? values.fetch(bound[1]) : MosaicOptions.value(bound)
+  end
+
+  # GC.config's text for a uniform row, as a number (switches as 0 and 1).
+  def config_number(text)
+    { "true" => 1, "false" => 0 }.fetch(text) { text.include?(".") ? Float(text) : Integer(text) }
+  end
+
+  def warning_for(name, err)
+    err.lines.grep(/\A\[mosaic\] (?:invalid value for #{Regexp.escape(name)}:|#{Regexp.escape(name)}[= ])/)
+  end
+
+  def test_option_values_just_outside_the_table_ranges_warn_and_keep_the_defaults
+    omit "Mosaic's messages" unless mosaic?
+    assert_equal OPTIONS.map(&:name).sort, (UNIFORM.map(&:name) + CUSTOM_BELOW.keys).sort,
+                 "each custom row of src/core/options.def needs a value outside its range in CUSTOM_BELOW"
+    defaults = option_defaults
+    # Below: a size less than its MIN, a negative switch, a number at its exclusive lower bound
+    # (just below 0 where 0 is allowed). Above: a number just over its upper bound. Bounds that
+    # are other rows' values are at those rows' defaults: every value here is refused.
+    { below: CUSTOM_BELOW, above: CUSTOM_ABOVE }.each do |side, custom|
+      values = UNIFORM.filter_map do |r|
+        v = case [side, r.kind]
+            in [:below, :size] then r.min == "0" ? "-1" : (MosaicOptions.value(r.min) - 1).to_s
+            in [:below, :switch] then "-1"
+            in [:below, :number]
+              lower = option_bound(r.lower, defaults)
+              r.zero_ok && lower.zero? ? "-0.001" : lower.to_f.to_s
+            in [:above, :number] if r.upper then (option_bound(r.upper, defaults) + 0.001).round(6).to_s
+            else nil
+            end
+        [r, v] if v
+      end
+      # Only these values: a gate's own settings (a GC every 1000 allocations, every mark
+      # parallel) are left out; the clamp of the race delays is checked where the delays are
+      # ignored (the checking build would wait up to 100 ms at every hand-over).
+      env = OPTIONS.reject { |r| r.name.include?("<") }.to_h { |r| [r.name, nil] }
+      values.each { |r, v| env[r.name] = v }
+      custom = custom.reject { |row, _| row == "MOSAIC_STRESS_RACES" } if side == :above && checking_build?
+      custom.each_value { |name, v, _| env[name] = v if name }
+      out, err, status = run_with(env, CONFIG_SCRIPT)
+      assert_predicate status, :success?, err
+      config = out.lines.to_h { |l| l.chomp.split("=", 2) }
+      values.each do |r, v|
+        m = err.match(/^\[mosaic\] (?:invalid value for #{r.name}: #{Regexp.escape(v)} |#{r.name}=\S+ is ignored because it must be .*)\(keeping (\S+)\)$/)
+        assert m, "#{r.name}=#{v} is outside the table's range, but no warning says so:\n#{err}"
+        kept = r.kind == :number ? Float(m[1]) : Integer(m[1])
+        assert_equal MosaicOptions.value(r.default), kept, "#{r.name}: the default kept is not the table's"
+        next unless r.config
+        assert_equal MosaicOptions.value(r.default), config_number(config.fetch(r.config[1])),
+                     "#{r.name}: GC.config[:#{r.config[1]}] is not the table's default"
+      end
+      custom.each { |row, (_name, _v, message)| assert_match message, err, row if message }
+    end
+  end
+
+  # A value at the inclusive end of each size's, switch's and number's range, or just inside
+  # an exclusive one, is taken: no warning, and GC.config reports it. Rows of the checking build
+  # say they need it on any other build.
+  def test_option_values_at_the_edges_of_the_table_ranges_are_taken
+    omit "Mosaic's messages" unless mosaic?
+    values = option_defaults
+    referenced = UNIFORM.flat_map { |r| [r.lower, r.upper] }.grep(Array).map(&:last)
+    set = UNIFORM.filter_map do |r|
+      v = case r.kind
+          when :size then MosaicOptions.value(r.min)
+          when :switch then r.default == "0" ? 1 : 0
+          when :number
+            lower = option_bound(r.lower, values)
+            upper = r.upper && option_bound(r.upper, values)
+            # a bound of another row stays clear of its own bounds
+            v = if r.zero_ok then 0.0
+                elsif upper && !referenced.include?(r.field) then upper
+                else (lower + 0.01).round(6)
+                end
+            next unless (r.zero_ok && v.zero?) || (v > lower && (upper.nil? || v <= upper))
+            v
+          end
+      values[r.field] = v
+      [r, v]
+    end
+    assert_operator set.size, :>=, UNIFORM.size - 1
+    out, err, status = run_with(set.to_h { |r, v| [r.name, v.to_s] }, CONFIG_SCRIPT)
+    assert_predicate status, :success?, err
+    config = out.lines.to_h { |l| l.chomp.split("=", 2) }
+    set.each do |r, v|
+      if r.build == :CHECKING && !checking_build?
+        assert_equal ["[mosaic] #{r.name} is ignored: it needs the checking build (make CHECK=1)\n"], warning_for(r.name, err)
+      else
+        assert_empty warning_for(r.name, err), "#{r.name}=#{v} is inside the table's range"
+      end
+      assert_equal v, config_number(config.fetch(r.config[1])), "GC.config[:#{r.config[1]}] after #{r.name}=#{v}" if r.config
+    end
+  end
+
+  # Each GC.config key of the table is reported; GC.config(key: value) changes a CONFIG key, and
+  # leaves a CONFIG_READ one as it was.
+  def test_option_gc_config_keys
+    omit "Mosaic's keys" unless mosaic?
+    defaults = option_defaults
+    keyed = OPTIONS.select(&:config)
+    assert_equal keyed.reject { |r| UNIFORM.include?(r) }.map { |r| r.config[1] }.sort, CUSTOM_CONFIG.keys.sort
+    script = keyed.map do |r|
+      access, key = r.config
+      other = CUSTOM_CONFIG.fetch(key) do
+        d = defaults.fetch(r.field)
+        case r.kind
+        when :switch then d.zero? ? "true" : "false"
+        when :size then (d.zero? ? 1 : d * 2).to_s
+        else ((d + option_bound(r.lower, defaults)) / 2.0).round(6).to_s   # within both GC.config's range and the table's
+        end
+      end
+      "raise 'no GC.config key #{key}' unless GC.config.key?(:#{key}); old = GC.config[:#{key}]; " \
+        "GC.config(#{key}: #{other}); puts '#{key} #{access} ' + (GC.config[:#{key}] != old).to_s; GC.config(#{key}: old)"
+    end.join("\n")
+    out, err, status = run_with({}, script)
+    assert_predicate status, :success?, err
+    expected = keyed.map { |r| "#{r.config[1]} #{r.config[0]} #{r.config[0] == :rw}\n" }
+    assert_equal expected.join, out
   end
 end

@@ -1,71 +1,16 @@
 /*
  * config.c: Mosaic's tunables, in one place: defaults, environment variables, GC.config.
  *
- * Environment variables are read once at boot (rb_gc_impl_set_params). RUBY_GC_* names are
- * honoured where they mean what they mean in CRuby's default GC; MOSAIC_* names are Mosaic's
- * own. A value that does not parse, is not finite, or is out of range, is reported on stderr
- * and the default is kept; a size above MOSAIC_SIZE_MAX (that still parses) is taken as
- * MOSAIC_SIZE_MAX. With -w (verbose), every accepted RUBY_GC_* value is echoed in the default
- * GC's format. GC.config raises
- * instead (TypeError for a key that is not a Symbol or a value that is not a number,
+ * Environment variables are read once at boot (rb_gc_impl_set_params). Each one has a row in
+ * options.def, the one table of options (name, default, range, build, GC.config key, a line
+ * for users), which this file expands into the defaults and the parsing, and from which
+ * scripts/options-table.rb renders the README's table. RUBY_GC_* names are honoured where they
+ * mean what they mean in CRuby's default GC; MOSAIC_* names are Mosaic's own. A value that
+ * does not parse, is not finite, or is out of range, is reported on stderr and the default is
+ * kept; a size above MOSAIC_SIZE_MAX (that still parses) is taken as MOSAIC_SIZE_MAX. With -w
+ * (verbose), every accepted RUBY_GC_* value is echoed in the default GC's format. GC.config
+ * raises instead (TypeError for a key that is not a Symbol or a value that is not a number,
  * ArgumentError for a value out of range) and then changes nothing.
- *
- * | variable                              | default | meaning                                   |
- * |---------------------------------------|---------|-------------------------------------------|
- * | RUBY_GC_HEAP_<i>_INIT_SLOTS           | 10000   | slots of class i allowed before a 1st GC |
- * | RUBY_GC_HEAP_FREE_SLOTS               | 4096    | free slots every GC leaves at least, per  |
- * |                                       |         | Ractor (at most 8), counted in 40-byte    |
- * |                                       |         | slots (pace.c)                            |
- * | RUBY_GC_HEAP_GROWTH_FACTOR            | 1.8     | growth when too little is free after GC   |
- * | RUBY_GC_HEAP_GROWTH_MAX_SLOTS         | 0 (off) | cap on one growth step, in slots          |
- * | RUBY_GC_HEAP_FREE_SLOTS_MIN_RATIO     | 0.20    | grow when free/total after GC is below    |
- * | RUBY_GC_HEAP_FREE_SLOTS_GOAL_RATIO    | 0.40    | free/total a growth step aims for         |
- * | RUBY_GC_HEAP_FREE_SLOTS_MAX_RATIO     | 0.65    | give pages back when free/total is above  |
- * | RUBY_GC_MALLOC_LIMIT                  | 16 MiB  | malloc'd bytes between GCs, initially     |
- * | RUBY_GC_MALLOC_LIMIT_MAX              | 32 MiB  | ceiling of that limit                     |
- * | RUBY_GC_MALLOC_LIMIT_GROWTH_FACTOR    | 1.4     | growth of the limit when it was crossed   |
- * | RUBY_GC_OLDMALLOC_LIMIT(_MAX)         | 16/128 MiB | malloc'd bytes between major GCs       |
- * | RUBY_GC_OLDMALLOC_LIMIT_GROWTH_FACTOR | 1.2     | growth of that limit when crossed         |
- * | RUBY_GC_HEAP_OLDOBJECT_LIMIT_FACTOR   | 2.0     | major GC when old objects grow by this    |
- * | RUBY_GC_HEAP_REMEMBERED_WB_UNPROTECTED_OBJECTS_LIMIT_RATIO | 0.01 | old wb-unprotected / old |
- * | MOSAIC_GENERATIONAL                   | 1       | 0: every GC is a major (full) GC          |
- * | MOSAIC_VERIFY                         | 0       | 1: verify the heap after every GC (slow;  |
- * |                                       |         | under GC.stress, amortized: collect.c)    |
- * | MOSAIC_STRESS_MINOR                   | 0 (off) | checking build: a GC every N allocations  |
- * | MOSAIC_VERIFY_STEPS                   | 0 (off) | checking build: 1: check the tri-color    |
- * |                                       |         | invariant after every incremental step    |
- * |                                       |         | (else amortized like GC.stress's checks)  |
- * | MOSAIC_STRESS_COMPACT                 | 0 (off) | checking build: 1: those GCs are majors   |
- * |                                       |         | that compact (alloc.c)                    |
- * | MOSAIC_STRESS_RACES                   | 0 (off) | checking build: delays of 0..N us and     |
- * |                                       |         | yields where GC threads and the mutator   |
- * |                                       |         | hand work over (stress_races.c)           |
- * | MOSAIC_STRESS_INCREMENTAL             | 0 (off) | every pacer major marks in steps of N     |
- * |                                       |         | slots (implies MOSAIC_INCREMENTAL=1)      |
- * | MOSAIC_MEMORY_LIMIT                   | 0 (off) | soft limit on pages + malloc, e.g. 512M   |
- * |                                       |         | (pace.c); 0 or at least 1 MiB             |
- * | MOSAIC_AUTO_COMPACT                   | off     | fragmentation: a major GC                 |
- * |                                       |         | compacts the classes packing would free   |
- * |                                       |         | pages of, bounded; always: every major    |
- * |                                       |         | (compact.c; GC.auto_compact = true is     |
- * |                                       |         | always, whatever this says)               |
- * | MOSAIC_COMPACT_OCCUPANCY              | 0.5     | fragmentation: a class compacts when its  |
- * |                                       |         | occupied pages are at most this full      |
- * | MOSAIC_COMPACT_PAUSE_FRACTION         | 0.25    | fragmentation: objects moved per GC at    |
- * |                                       |         | most this fraction of the mark time       |
- * | MOSAIC_GC_THREADS                     | cores   | threads that mark (at most 8 by default)  |
- * | MOSAIC_PARALLEL_MARK_MIN              | 100000  | slots traced below which marking is serial|
- * | MOSAIC_INCREMENTAL                    | 1       | 0: pacer-started majors mark at once      |
- * | MOSAIC_INCREMENTAL_RATIO              | 2.0     | a pacer-started major marks in steps if   |
- * |                                       |         | marking it at once would take more than   |
- * |                                       |         | this times the longest recent minor mark  |
- * |                                       |         | (0: always; DESIGN section 10), once a    |
- * |                                       |         | recent minor mark took at least:          |
- * | MOSAIC_INCREMENTAL_LONG_MINOR         | 16      | ms (0: whatever the minors took)          |
- * | MOSAIC_BACKGROUND_SWEEP               | 1 if 2+ | 0: no background sweeper (bg_sweep.c)     |
- * |                                       | threads |                                           |
- * | MOSAIC_TRACE                          | 0       | 1: one line per GC on stderr (memory.c)   |
- * | MOSAIC_MEMORY_REPORT                  | 0       | 1: memory breakdown at exit and at peak   |
  *
  * RUBY_GC_HEAP_FREE_SLOTS_MAX_RATIO applies after major GCs only: a class keeps
  * live / (1 - ratio) slots and returns its empty pages beyond that; other empty pages go to
@@ -96,41 +41,49 @@
 # define MOSAIC_AUTO_COMPACT_DEFAULT MOSAIC_AUTO_COMPACT_OFF
 #endif
 
+/* The table's terms (options.def) in C. */
+#define MIB(n)        ((size_t)(n) << 20)
+#define PARAM(field)  (params->field)
+#define NO_UPPER      0.0     /* env_double: no upper bound */
+#define ZERO_OK       true
+#define NO_ZERO       false
+/* Whether this build honours a row's BUILD, and what to tell the user when it does not. */
+#define OPTION_BUILT_ALL        1
+#define OPTION_BUILT_CHECKING   MOSAIC_CHECK
+#define OPTION_BUILT_HISTOGRAM  MOSAIC_SIZE_HISTOGRAM
+#define OPTION_NEEDS_ALL        ""
+#define OPTION_NEEDS_CHECKING   "the checking build (make CHECK=1)"
+#define OPTION_NEEDS_HISTOGRAM  "the size-histogram build (make HISTOGRAM=1)"
+
 void
 mosaic_params_defaults(struct mosaic_params *params)
 {
+    /* The defaults of the table's sizes, numbers and switches. */
+#define MOSAIC_OPTION_SIZE(name, field, def, min, build, key, doc) params->field = (def);
+#define MOSAIC_OPTION_NUMBER(name, field, def, lower, upper, zero, build, key, doc) params->field = (def);
+#define MOSAIC_OPTION_SWITCH(name, field, def, build, key, doc) params->field = (def) != 0;
+#define MOSAIC_OPTION_CUSTOM(name, reader, def, accepts, build, key, doc)
+#define MOSAIC_OPTION_ELSEWHERE(name, file, def, accepts, build, key, doc)
+#include "core/options.def"
+#undef MOSAIC_OPTION_SIZE
+#undef MOSAIC_OPTION_NUMBER
+#undef MOSAIC_OPTION_SWITCH
+#undef MOSAIC_OPTION_CUSTOM
+#undef MOSAIC_OPTION_ELSEWHERE
+
+    /* The defaults of the table's custom rows, and of what no variable sets. */
     for (int i = 0; i < MOSAIC_HEAP_MAX; i++) params->heap_init_slots[i] = 10000;
-    params->heap_free_slots = 4096;
-    params->growth_factor = 1.8;
-    params->growth_max_slots = 0;
-    params->free_slots_min_ratio = 0.20;
-    params->free_slots_goal_ratio = 0.40;
-    params->free_slots_max_ratio = 0.65;
-    params->malloc_limit_min = 16 * 1024 * 1024;
-    params->malloc_limit_max = 32 * 1024 * 1024;
-    params->malloc_limit_growth_factor = 1.4;
-    params->oldmalloc_limit_min = 16 * 1024 * 1024;
-    params->oldmalloc_limit_max = 128 * 1024 * 1024;
-    params->oldmalloc_limit_growth_factor = 1.2;
+    params->malloc_limit_max = MIB(32);
+    params->oldmalloc_limit_max = MIB(128);
     params->allow_full_mark = true;
-    params->generational = true;
-    params->oldobject_limit_factor = 2.0;
-    params->wb_unprotected_limit_ratio = 0.01;
     params->auto_compact_policy = MOSAIC_AUTO_COMPACT_DEFAULT;
-    params->compact_occupancy = 0.5;
-    params->compact_pause_fraction = 0.25;
     /* Every core marks, up to 8 (a marker per core; past a few, the hand-offs cost more than
      * they bring on the heaps measured). */
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     params->gc_threads = cores < 1 ? 1 : cores > 8 ? 8 : (unsigned int)cores;
     if (MOSAIC_GC_THREADS_DEFAULT > 0) params->gc_threads = MOSAIC_GC_THREADS_DEFAULT;
-    params->parallel_mark_min = 100000;
     params->background_sweep = MOSAIC_BACKGROUND_SWEEP_DEFAULT && params->gc_threads > 1;
-    params->incremental = true;    /* measured: pauses down, memory a little up (DESIGN section 10) */
-    params->incremental_min = 10000;
-    params->incremental_ratio = 2.0;
-    params->incremental_long_minor_ms = 16.0;
-    params->mark_step_min = 4096;
+    /* MOSAIC_INCREMENTAL is on: measured, pauses down, memory a little up (DESIGN section 10). */
 }
 
 static const char *const auto_compact_policies[] = { "off", "fragmentation", "always" };
@@ -205,120 +158,164 @@ env_double(const char *name, double *value, double lower, double upper, bool acc
     return true;
 }
 
-void
-mosaic_params_from_env(struct mosaic_params *params)
+/* The table's sizes, numbers and switches: a row for another build is reported and ignored. */
+static void
+option_not_built(const char *name, const char *needs)
 {
+    fprintf(stderr, "[mosaic] %s is ignored: it needs %s\n", name, needs);
+}
+
+static void
+read_size(const char *name, size_t *field, size_t min, bool built, const char *needs)
+{
+    size_t v = *field;
+    if (!env_size(name, &v, min)) return;
+    if (built) *field = v;
+    else option_not_built(name, needs);
+}
+
+static void
+read_number(const char *name, double *field, double lower, double upper, bool zero_ok, bool built, const char *needs)
+{
+    double v = *field;
+    if (!env_double(name, &v, lower, upper, zero_ok)) return;
+    if (built) *field = v;
+    else option_not_built(name, needs);
+}
+
+static void
+read_switch(const char *name, bool *field, bool built, const char *needs)
+{
+    size_t v = *field;
+    if (!env_size(name, &v, 0)) return;
+    if (built) *field = v != 0;
+    else option_not_built(name, needs);
+}
+
+/* The table's custom rows. */
+
+/* name is "RUBY_GC_HEAP_<i>_INIT_SLOTS": one variable per size class, i from 0. */
+static void
+read_init_slots(const char *name, struct mosaic_params *params)
+{
+    const char *i_at = strstr(name, "<i>");
     for (int i = 0; i < MOSAIC_HEAP_COUNT; i++) {
         char key[64];
-        snprintf(key, sizeof(key), "RUBY_GC_HEAP_%d_INIT_SLOTS", i);
+        snprintf(key, sizeof(key), "%.*s%d%s", (int)(i_at - name), name, i, i_at + 3);
         env_size(key, &params->heap_init_slots[i], 0);
     }
-    env_size("RUBY_GC_HEAP_FREE_SLOTS", &params->heap_free_slots, 0);
-    env_double("RUBY_GC_HEAP_GROWTH_FACTOR", &params->growth_factor, 1.0, 0.0, false);
-    env_size("RUBY_GC_HEAP_GROWTH_MAX_SLOTS", &params->growth_max_slots, 0);
-    env_double("RUBY_GC_HEAP_FREE_SLOTS_MIN_RATIO", &params->free_slots_min_ratio, 0.0, 1.0, false);
-    env_double("RUBY_GC_HEAP_FREE_SLOTS_MAX_RATIO", &params->free_slots_max_ratio,
-               params->free_slots_min_ratio, 1.0, false);
-    env_double("RUBY_GC_HEAP_FREE_SLOTS_GOAL_RATIO", &params->free_slots_goal_ratio,
-               params->free_slots_min_ratio, params->free_slots_max_ratio, true);
-    env_size("RUBY_GC_MALLOC_LIMIT", &params->malloc_limit_min, 0);
-    env_size("RUBY_GC_MALLOC_LIMIT_MAX", &params->malloc_limit_max, 0);
+}
+
+/* 0 means no ceiling; a ceiling below the minimum is taken as the minimum. */
+static void
+read_malloc_limit_max(const char *name, struct mosaic_params *params)
+{
+    env_size(name, &params->malloc_limit_max, 0);
     if (params->malloc_limit_max == 0) params->malloc_limit_max = MOSAIC_SIZE_MAX;
     if (params->malloc_limit_max < params->malloc_limit_min) params->malloc_limit_max = params->malloc_limit_min;
-    env_double("RUBY_GC_MALLOC_LIMIT_GROWTH_FACTOR", &params->malloc_limit_growth_factor, 1.0, 0.0, false);
+}
 
-    env_size("RUBY_GC_OLDMALLOC_LIMIT", &params->oldmalloc_limit_min, 0);
-    env_size("RUBY_GC_OLDMALLOC_LIMIT_MAX", &params->oldmalloc_limit_max, 0);
+static void
+read_oldmalloc_limit_max(const char *name, struct mosaic_params *params)
+{
+    env_size(name, &params->oldmalloc_limit_max, 0);
     if (params->oldmalloc_limit_max == 0) params->oldmalloc_limit_max = MOSAIC_SIZE_MAX;
     if (params->oldmalloc_limit_max < params->oldmalloc_limit_min) params->oldmalloc_limit_max = params->oldmalloc_limit_min;
-    env_double("RUBY_GC_OLDMALLOC_LIMIT_GROWTH_FACTOR", &params->oldmalloc_limit_growth_factor, 1.0, 0.0, false);
-    env_double("RUBY_GC_HEAP_OLDOBJECT_LIMIT_FACTOR", &params->oldobject_limit_factor, 0.0, 0.0, true);
-    env_double("RUBY_GC_HEAP_REMEMBERED_WB_UNPROTECTED_OBJECTS_LIMIT_RATIO",
-               &params->wb_unprotected_limit_ratio, 0.0, 0.0, true);
+}
 
-    size_t generational = params->generational;
-    if (env_size("MOSAIC_GENERATIONAL", &generational, 0)) params->generational = generational != 0;
-
-    size_t stress_minor = 0;
-    if (env_size("MOSAIC_STRESS_MINOR", &stress_minor, 0)) {
-        if (MOSAIC_CHECK) params->stress_minor_every = stress_minor;
-        else fprintf(stderr, "[mosaic] MOSAIC_STRESS_MINOR is ignored: it needs the checking build (make CHECK=1)\n");
-    }
-    size_t verify_steps = 0;
-    if (env_size("MOSAIC_VERIFY_STEPS", &verify_steps, 0)) {
-        if (MOSAIC_CHECK) params->verify_every_step = verify_steps != 0;
-        else fprintf(stderr, "[mosaic] MOSAIC_VERIFY_STEPS is ignored: it needs the checking build (make CHECK=1)\n");
-    }
-    size_t stress_compact = 0;
-    if (env_size("MOSAIC_STRESS_COMPACT", &stress_compact, 0)) {
-        if (MOSAIC_CHECK) params->stress_compact = stress_compact != 0;
-        else fprintf(stderr, "[mosaic] MOSAIC_STRESS_COMPACT is ignored: it needs the checking build (make CHECK=1)\n");
-    }
-
+static void
+read_stress_races(const char *name, struct mosaic_params *params)
+{
     size_t stress_races = 0;
-    if (env_size("MOSAIC_STRESS_RACES", &stress_races, 0)) {
+    if (env_size(name, &stress_races, 0)) {
         if (stress_races > 100000) {
-            fprintf(stderr, "[mosaic] MOSAIC_STRESS_RACES=%zu is taken as 100000 (us)\n", stress_races);
+            fprintf(stderr, "[mosaic] %s=%zu is taken as 100000 (us)\n", name, stress_races);
             stress_races = 100000;
         }
         if (MOSAIC_CHECK) mosaic_stress_races_us = (unsigned int)stress_races;
-        else if (stress_races) fprintf(stderr, "[mosaic] MOSAIC_STRESS_RACES is ignored: it needs the checking build (make CHECK=1)\n");
+        else if (stress_races) option_not_built(name, OPTION_NEEDS_CHECKING);
     }
+}
 
-    const char *policy = getenv("MOSAIC_AUTO_COMPACT");
+static void
+read_auto_compact(const char *name, struct mosaic_params *params)
+{
+    const char *policy = getenv(name);
     if (policy && *policy) {
         int found = -1;
         for (int i = 0; i < 3; i++) if (strcmp(policy, auto_compact_policies[i]) == 0) found = i;
         if (found < 0) {
-            fprintf(stderr, "[mosaic] invalid value for MOSAIC_AUTO_COMPACT: %s (off, fragmentation or always; keeping %s)\n",
-                    policy, auto_compact_policies[params->auto_compact_policy]);
+            fprintf(stderr, "[mosaic] invalid value for %s: %s (off, fragmentation or always; keeping %s)\n",
+                    name, policy, auto_compact_policies[params->auto_compact_policy]);
         }
         else {
             params->auto_compact_policy = found;
         }
     }
-    env_double("MOSAIC_COMPACT_OCCUPANCY", &params->compact_occupancy, 0.0, 1.0, true);
-    env_double("MOSAIC_COMPACT_PAUSE_FRACTION", &params->compact_pause_fraction, 0.0, 0.0, true);
+}
 
+/* 0 turns the soft limit off; otherwise bytes, at least 1 MiB. */
+static void
+read_memory_limit(const char *name, struct mosaic_params *params)
+{
     size_t limit = params->memory_limit;
-    if (getenv("MOSAIC_MEMORY_LIMIT") && strcmp(getenv("MOSAIC_MEMORY_LIMIT"), "0") == 0) params->memory_limit = 0;
-    else if (env_size("MOSAIC_MEMORY_LIMIT", &limit, (size_t)1 << 20)) params->memory_limit = limit;
+    if (getenv(name) && strcmp(getenv(name), "0") == 0) params->memory_limit = 0;
+    else if (env_size(name, &limit, MIB(1))) params->memory_limit = limit;
+}
 
+static void
+read_gc_threads(const char *name, struct mosaic_params *params)
+{
     size_t threads = params->gc_threads;
-    if (env_size("MOSAIC_GC_THREADS", &threads, 1)) {
+    if (env_size(name, &threads, 1)) {
         if (threads > 64) {
-            fprintf(stderr, "[mosaic] MOSAIC_GC_THREADS=%zu is taken as 64\n", threads);
+            fprintf(stderr, "[mosaic] %s=%zu is taken as 64\n", name, threads);
             threads = 64;
         }
         params->gc_threads = (unsigned int)threads;
     }
-    env_size("MOSAIC_PARALLEL_MARK_MIN", &params->parallel_mark_min, 0);
+}
+
+static void
+read_background_sweep(const char *name, struct mosaic_params *params)
+{
     /* On when there is a core for it (the GC threads' count says how many the GC may use). */
     params->background_sweep = MOSAIC_BACKGROUND_SWEEP_DEFAULT && params->gc_threads > 1;
     size_t background_sweep = params->background_sweep;
-    if (env_size("MOSAIC_BACKGROUND_SWEEP", &background_sweep, 0)) params->background_sweep = background_sweep != 0;
+    if (env_size(name, &background_sweep, 0)) params->background_sweep = background_sweep != 0;
 #if MOSAIC_SIZE_HISTOGRAM
     params->background_sweep = false;  /* the histogram's death counts are not thread-safe */
 #endif
-    size_t incremental = params->incremental;
-    if (env_size("MOSAIC_INCREMENTAL", &incremental, 0)) params->incremental = incremental != 0;
-    env_size("MOSAIC_INCREMENTAL_MIN", &params->incremental_min, 0);
-    env_double("MOSAIC_INCREMENTAL_RATIO", &params->incremental_ratio, 0.0, 0.0, true);
-    env_double("MOSAIC_INCREMENTAL_LONG_MINOR", &params->incremental_long_minor_ms, 0.0, 0.0, true);
-    env_size("MOSAIC_MARK_STEP_MIN", &params->mark_step_min, 1);
-    size_t stress_incremental = 0;
-    if (env_size("MOSAIC_STRESS_INCREMENTAL", &stress_incremental, 0)) params->stress_incremental = stress_incremental;
+}
 
-    size_t trace = 0;
-    if (env_size("MOSAIC_TRACE", &trace, 0)) params->trace = trace != 0;
-    size_t report = 0;
-    if (env_size("MOSAIC_MEMORY_REPORT", &report, 0)) params->memory_report = report != 0;
-
+static void
+read_verify(const char *name, struct mosaic_params *params)
+{
     size_t verify = params->verify_after_gc;
-    if (env_size("MOSAIC_VERIFY", &verify, 0)) {
-        if (verify > 1) fprintf(stderr, "[mosaic] MOSAIC_VERIFY=%zu is taken as 1 (on)\n", verify);
+    if (env_size(name, &verify, 0)) {
+        if (verify > 1) fprintf(stderr, "[mosaic] %s=%zu is taken as 1 (on)\n", name, verify);
         params->verify_after_gc = verify != 0;
     }
+}
+
+/* Every row of the table, in its order (a row's bounds may be the value of a row above). */
+void
+mosaic_params_from_env(struct mosaic_params *params)
+{
+#define MOSAIC_OPTION_SIZE(name, field, def, min, build, key, doc) \
+    read_size(name, &params->field, min, OPTION_BUILT_##build, OPTION_NEEDS_##build);
+#define MOSAIC_OPTION_NUMBER(name, field, def, lower, upper, zero, build, key, doc) \
+    read_number(name, &params->field, lower, upper, zero, OPTION_BUILT_##build, OPTION_NEEDS_##build);
+#define MOSAIC_OPTION_SWITCH(name, field, def, build, key, doc) \
+    read_switch(name, &params->field, OPTION_BUILT_##build, OPTION_NEEDS_##build);
+#define MOSAIC_OPTION_CUSTOM(name, reader, def, accepts, build, key, doc) reader(name, params);
+#define MOSAIC_OPTION_ELSEWHERE(name, file, def, accepts, build, key, doc)
+#include "core/options.def"
+#undef MOSAIC_OPTION_SIZE
+#undef MOSAIC_OPTION_NUMBER
+#undef MOSAIC_OPTION_SWITCH
+#undef MOSAIC_OPTION_CUSTOM
+#undef MOSAIC_OPTION_ELSEWHERE
 }
 
 /* ============================================================ GC.config */
