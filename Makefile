@@ -69,8 +69,8 @@ SRCS := $(wildcard src/*.c src/*/*.c)
 # Files whose code runs once per collection or per call from Ruby (configuration, reports, heap
 # walks), not on the allocation, marking or sweeping paths: built for size (-Os where the
 # variant says -O3). The library's code is resident in every process (the
-# kernel maps a file's pages around each one touched), so its size is memory: docs/DESIGN.md
-# section 7, "Code size".
+# kernel maps a file's pages around each one touched), so its size is memory: docs/DESIGN.md,
+# "Code size".
 COLD := collect enter incremental trigger config memory pace verify walk size_histogram
 obj_opt = $(if $(filter $(COLD),$(notdir $(1))),$(patsubst -O3,-Os,$(OPT)),$(OPT))
 OBJS := $(patsubst src/%.c,$(BUILD)/%.o,$(SRCS))

@@ -15,7 +15,7 @@
 # --ballast 0,6,12,... runs each benchmark once per ballast: that many MiB of small Strings kept
 # alive from before the workload starts (bench/lib/probe.rb). It shifts where the collections fall
 # in a program's phases; a program that builds and drops its data in rounds has a peak RSS that
-# depends on where its major GCs fall (DESIGN section 10, "Judging a pacing change"), so a change
+# depends on where its major GCs fall (DESIGN.md, "Judging a pacing change"), so a change
 # to pacing is judged over several ballasts: the report's "Across ballasts" section gives each
 # ratio's geometric mean over them.
 #

@@ -1,6 +1,6 @@
 # What one call of GC.stat and GC.stat_heap costs, by form: nanoseconds per call, the median of
 # five batches of 1M calls (100k for the Hash) less an empty loop's. Not a benchmark of the suite:
-# a measurement for changes to stats.c (docs/DESIGN.md section 7, "Code size"). Tools call these
+# a measurement for changes to stats.c (docs/DESIGN.md, "Code size"). Tools call these
 # per request or per event (Rails' instrumentation reads GC.stat(:total_allocated_objects) at the
 # start and end of every event).
 # Usage: RUBY_GC_LIBRARY=mosaic ruby bench/stat_calls.rb

@@ -113,7 +113,7 @@ class TestMosaicApi < Test::Unit::TestCase
     RUBY
   end
 
-  # Mosaic's time keys (docs/DESIGN.md section 7): every stay inside the collector adds its wall
+  # Mosaic's time keys (docs/DESIGN.md, "Time and pauses"): every stay inside the collector adds its wall
   # time and the collecting thread's CPU time (ms), and each pause raises its kind's maximum
   # (us). They never decrease; they grow with GC work and only with it; GC.stat(:time), the
   # marking and sweeping wall time, is part of the wall time.

@@ -1,6 +1,6 @@
 require_relative "helper"
 
-# The background sweeper (src/threads/bg_sweep.c, DESIGN section 11): after a collection that leaves
+# The background sweeper (src/threads/bg_sweep.c, DESIGN.md "Background sweeping"): after a collection that leaves
 # a lazy sweep, a thread frees the dead objects whose freeing touches only the object and its
 # buffers, while the mutator runs; the mutator frees the rest. These scripts check that every
 # dead object is freed exactly once and by the right thread (the VM's tables that name dead

@@ -105,7 +105,7 @@ class TestMosaicEnv < Test::Unit::TestCase
     # is at most the pages in use or 32 MiB, so the heap grows by steps with GCs between.
     # (4M objects, 160 MB: with 2M the count depends on whether the old-generation major
     # starts early, to mark in steps, or at the ordinary trigger, to mark at once:
-    # MOSAIC_INCREMENTAL_RATIO, DESIGN section 10.)
+    # MOSAIC_INCREMENTAL_RATIO, DESIGN.md, "Steps only where they shorten the pauses".)
     out, err, status = run_with({ "RUBY_GC_HEAP_FREE_SLOTS" => "100000000000" }, churn.sub("2_000_000", "4_000_000"))
     assert_predicate status, :success?, err
     assert_operator out.to_i, :>=, 2

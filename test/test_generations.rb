@@ -140,7 +140,7 @@ class TestMosaicGenerations < Test::Unit::TestCase
     RUBY
   end
 
-  # Found by the review of the tri-color change (twelfth session): CRuby announces a loading
+  # Found by the review of the tri-color change: CRuby announces a loading
   # iseq's literals (RB_OBJ_WRITTEN) before it publishes the code that holds them (compile.c,
   # ibf_load_code). A method whose load spans collections becomes old while it loads; a
   # literal announced then remembers it, but a minor GC before the publication traced it

@@ -1,6 +1,6 @@
 require_relative "helper"
 
-# Incremental marking (src/collect/collect.c, src/collect/mark.c, DESIGN section 10): a major GC the pacer
+# Incremental marking (src/collect/incremental.c, src/collect/mark.c, DESIGN.md "Incremental marking"): a major GC the pacer
 # starts marks in steps taken at allocation; between them the program runs and writes into
 # objects the GC has already traced. With MOSAIC_STRESS_INCREMENTAL=N every such major marks
 # in steps of N slots, so the scripts below catch it between steps (GC.latest_gc_info(:state)
@@ -461,7 +461,7 @@ class TestMosaicIncremental < Test::Unit::TestCase
   # against 3.5 ms), so with no floor on the minors (0) its majors mark at once (all but the
   # first large enough to take steps, traced before its minors grew). With a ratio of 0 every
   # one marks in steps; with a ratio no mark can reach, none does. (How long the pauses get
-  # is measured by bench/run.rb, DESIGN section 10.)
+  # is measured by bench/run.rb, docs/decisions/0012-majors-mark-at-once-where-minors-are-long.md.)
   def test_incremental_ratio_decides_which_pacer_majors_mark_in_steps
     omit "Mosaic's incremental marking" unless mosaic?
     omit "the stress gate's forced collections leave the pacer no say" if ENV["MOSAIC_STRESS_MINOR"]
@@ -554,7 +554,7 @@ class TestMosaicIncremental < Test::Unit::TestCase
   end
 
   # What the mutator does while a major marks in steps may cost the collector work in
-  # proportion to the heap, never to the number of calls (DESIGN section 10, "Work the mutator
+  # proportion to the heap, never to the number of calls (DESIGN.md, "Work the mutator
   # can cause"): the same operations repeated 100 times more leave the mark stacks' peak, the
   # objects traced again and the weak registrations where they were. Each operation reaches the
   # collector: bulk writes (rb_gc_writebarrier_remember), stores of marked objects into marked

@@ -1,6 +1,6 @@
 require_relative "helper"
 
-# Parallel marking (src/threads/mark_workers.c, DESIGN section 4 "Parallel marking"): with
+# Parallel marking (src/threads/mark_workers.c, DESIGN.md "Parallel marking"): with
 # MOSAIC_PARALLEL_MARK_MIN=0 every collection marks on MOSAIC_GC_THREADS threads, so these
 # scripts check, on graphs where the markers must hand work to each other, that nothing
 # reachable is lost, weak references are cleared exactly when their referents die, the

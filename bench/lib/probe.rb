@@ -142,7 +142,7 @@ if ENV["MOSAIC_BENCH_PROBE"]
         # The Hash's memory figures (RSS, glibc's) are as of their latest measurement: one
         # keyed call measures them all now (one walk of malloc's bins; a call per key walked
         # once each: 100 ms at exit with 100k free chunks), then the Hash reports that
-        # measurement (docs/DESIGN.md section 6).
+        # measurement (docs/DESIGN.md, "Where the memory goes").
         if s.key?(:mosaic_rss_bytes)
           GC.stat(:mosaic_rss_bytes)
           s = GC.stat

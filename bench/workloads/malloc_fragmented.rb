@@ -5,7 +5,7 @@
 # calls of GC.stat[:count], the Hash form tools use for one figure. Figures: the median
 # GC.start pause and the cost of one GC.stat call, in microseconds (lower is better).
 # Mosaic's after-major malloc_trim test and its GC.stat memory keys once walked those bins at
-# each call (docs/DESIGN.md section 6): 25 ms per GC.start, 27 ms per GC.stat.
+# each call (docs/decisions/0019-malloc-trim-when-it-pays.md): 25 ms per GC.start, 27 ms per GC.stat.
 # Usage: ruby bench/workloads/malloc_fragmented.rb [--quick]
 require_relative "../lib/bench_support"
 

@@ -31,7 +31,7 @@
  * finishes that cycle first; one that is not GC.start or a compaction is then done (the
  * finished major GC did more than it asked).
  *
- * Time (GC.stat, docs/DESIGN.md section 7): :time is marking + sweeping (compaction counted
+ * Time (GC.stat, docs/DESIGN.md, "Time and pauses"): :time is marking + sweeping (compaction counted
  * with sweeping), wall clock; every stay between enter and leave also adds to
  * :mosaic_gc_wall_time, :mosaic_gc_cpu_time and its kind's longest pause (enter.c).
  *

@@ -473,7 +473,7 @@ free_forwarding_slots(mosaic_objspace_t *objspace, struct mosaic_heap *heap)
 /* A class whose compaction emptied no page is skipped for 1, 2, 4, ... up to this many majors. */
 #define MOSAIC_COMPACT_MAX_BACKOFF 32
 /* The cost of one move before any was measured, ns (the order of what a release build measures:
- * DESIGN 5b). */
+ * docs/decisions/0007-auto-compaction-off-by-default.md). */
 #define MOSAIC_COMPACT_MOVE_NS_GUESS 150.0
 
 /* Measures every class from the mark bits of a major GC (before or after its sweep: the marked

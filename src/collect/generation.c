@@ -1,7 +1,7 @@
 /*
  * generation.c: generations, ages and write barriers.
  *
- * Model (docs/DESIGN.md section 4): every slot has a 2-bit age and an old bit in its page's
+ * Model (docs/DESIGN.md, "Generations and write barriers"): every slot has a 2-bit age and an old bit in its page's
  * side bitmaps. A GC that marks a young object ages it; at MOSAIC_OLD_AGE it becomes old.
  * A minor GC starts with mark = old (old objects count as reached and are not traced) and
  * traces from the roots and the remembered set; a major GC clears the marks and traces all.
@@ -17,7 +17,7 @@
  *    a GC that traces the environment sets the flag; making objects old without tracing
  *    them (mosaic_promote_all) remembers every environment.
  *  - An old iseq CRuby is still loading from binary stays remembered whenever a GC traces it
- *    (mark.c): its literals are announced before its code holds them (DESIGN section 4).
+ *    (mark.c): its literals are announced before its code holds them (DESIGN.md, "Loading iseqs").
  *  - Only mark.c and sweep.c change old/age bits; the mutator only sets remembered and
  *    wb-unprotected bits (atomically: several Ractors may run write barriers at once).
  *  - A freed slot has all of its bits cleared (sweep.c).
@@ -32,7 +32,7 @@ mosaic_remember(mosaic_objspace_t *objspace, VALUE obj)
     if (!mosaic_bit_test(page->remembered_bits, bit)) mosaic_bit_set_atomic(page->remembered_bits, bit);
 }
 
-/* While a major GC marks in steps (DESIGN section 10): a marked `a` that now refers to an
+/* While a major GC marks in steps (DESIGN.md, "Tri-color invariant and the write barrier"): a marked `a` that now refers to an
  * unmarked `b` greys `b` (mark.c), so the tri-color invariant holds between steps. The common
  * cases (`a` white, or `b` marked already) are decided without the lock: a step cannot run
  * while this thread is inside the barrier (steps stop every Ractor at a safepoint), and a bit

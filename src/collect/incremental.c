@@ -39,7 +39,7 @@ mosaic_incremental_start(mosaic_objspace_t *objspace, unsigned int reason, unsig
     mosaic_gc_exit(objspace, lev);
 }
 
-/* How much a step marks (DESIGN section 10, "Pacing by allocation"): L slots to mark (the
+/* How much a step marks (DESIGN.md, "Pacing by allocation"): L slots to mark (the
  * latest major GC's count, or the old objects now if there are more), F free slots in the
  * heap's pages (the room the held-back pages give); a step per refill marks 2 * L / F slots
  * per slot the refill takes, so marking ends with about half of that room left. The growth

@@ -357,7 +357,7 @@ scan_in_place(mosaic_objspace_t *objspace, struct mosaic_marker *marker, VALUE o
     marker->parent_old = objspace->params.generational && mosaic_old_p(obj);
     rb_gc_mark_children(objspace, obj);
     /* An old iseq still loading stays remembered: literals announced before this trace are not
-     * in its code yet, so the trace could not see them to remember it (DESIGN section 4,
+     * in its code yet, so the trace could not see them to remember it (DESIGN.md,
      * "Loading iseqs"); the minor GC after the code is published traces it whole. */
     if (RB_UNLIKELY(marker->parent_old) && mosaic_iseq_loading_p(obj)) mosaic_remember(objspace, obj);
     marker->parent = parent;
@@ -740,7 +740,7 @@ mosaic_mark_phase(mosaic_objspace_t *objspace, bool full)
 
 /* ================================================= incremental marking */
 
-/* Between the pauses of an incremental mark (DESIGN section 10) the main marker keeps its
+/* Between the pauses of an incremental mark (DESIGN.md, "Incremental marking") the main marker keeps its
  * stack (the grey objects), counts and weak list; each pause takes it up again on the
  * collecting thread, and leaves it with the prefetch queue emptied onto the stack: a queued
  * object is marked but not yet scanned, so it is grey and must be found by a later step. */

@@ -7,7 +7,7 @@
  * rb_gc_remove_weak(parent, ptr) must drop ptr from it: the caller (WeakMap and WeakKeyMap
  * delete, clear, replace) frees the memory at ptr next, so a registration left behind would
  * make the end of marking write Qundef into freed memory. That can only happen while marking
- * runs between mutator steps (incremental marking, docs/DESIGN.md section 10) or from a dmark
+ * runs between mutator steps (incremental marking, docs/DESIGN.md, "Incremental marking") or from a dmark
  * function; a scan per removal would make deleting from a large WeakMap while a major GC marks
  * quadratic.
  *

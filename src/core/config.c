@@ -26,7 +26,7 @@
 
 #include "core/mosaic.h"
 
-/* Benchmark variants may build with other thread defaults (DESIGN section 11, "Measured
+/* Benchmark variants may build with other thread defaults (docs/decisions/0008-background-sweeper.md, "Measured
  * against the mutator"): -DMOSAIC_GC_THREADS_DEFAULT=1, -DMOSAIC_BACKGROUND_SWEEP_DEFAULT=0. */
 #ifndef MOSAIC_GC_THREADS_DEFAULT
 # define MOSAIC_GC_THREADS_DEFAULT 0   /* 0: one per core, at most 8 */
@@ -34,7 +34,7 @@
 #ifndef MOSAIC_BACKGROUND_SWEEP_DEFAULT
 # define MOSAIC_BACKGROUND_SWEEP_DEFAULT 1
 #endif
-/* The auto-compaction policy when MOSAIC_AUTO_COMPACT is not set: off, by benchmark (DESIGN 5b,
+/* The auto-compaction policy when MOSAIC_AUTO_COMPACT is not set: off, by benchmark (docs/decisions/0007-auto-compaction-off-by-default.md,
  * "Deciding the default"). A benchmark variant may build with another:
  * make variant NAME=x OPT='-O3 -g -DMOSAIC_CHECK=0 -DMOSAIC_AUTO_COMPACT_DEFAULT=MOSAIC_AUTO_COMPACT_FRAGMENTATION'. */
 #ifndef MOSAIC_AUTO_COMPACT_DEFAULT
@@ -83,7 +83,7 @@ mosaic_params_defaults(struct mosaic_params *params)
     params->gc_threads = cores < 1 ? 1 : cores > 8 ? 8 : (unsigned int)cores;
     if (MOSAIC_GC_THREADS_DEFAULT > 0) params->gc_threads = MOSAIC_GC_THREADS_DEFAULT;
     params->background_sweep = MOSAIC_BACKGROUND_SWEEP_DEFAULT && params->gc_threads > 1;
-    /* MOSAIC_INCREMENTAL is on: measured, pauses down, memory a little up (DESIGN section 10). */
+    /* MOSAIC_INCREMENTAL is on: measured, pauses down, memory a little up (docs/decisions/0009-incremental-marking.md). */
 }
 
 static const char *const auto_compact_policies[] = { "off", "fragmentation", "always" };

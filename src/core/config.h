@@ -35,13 +35,13 @@ struct mosaic_params {
     bool trace;                      /* MOSAIC_TRACE=1: one line per GC on stderr (memory.c) */
     bool memory_report;              /* MOSAIC_MEMORY_REPORT=1: breakdown at exit and at peak */
     size_t memory_limit;             /* MOSAIC_MEMORY_LIMIT / GC.config(memory_limit:); 0: none */
-    /* Auto-compaction policy (compact.c, DESIGN 5b): MOSAIC_AUTO_COMPACT / GC.config. */
+    /* Auto-compaction policy (compact.c; DESIGN.md, "Auto-compaction"): MOSAIC_AUTO_COMPACT / GC.config. */
     int auto_compact_policy;         /* MOSAIC_AUTO_COMPACT_OFF / _FRAGMENTATION / _ALWAYS */
     double compact_occupancy;        /* a class compacts when its occupied pages are at most this full */
     double compact_pause_fraction;   /* move budget: this fraction of the mark time */
     unsigned int gc_threads;         /* MOSAIC_GC_THREADS: threads that mark, the collector's included */
     size_t parallel_mark_min;        /* MOSAIC_PARALLEL_MARK_MIN: slots in use below which marking stays on one thread */
-    bool incremental;                /* MOSAIC_INCREMENTAL=0 turns off marking in steps for pacer-started majors (DESIGN section 10) */
+    bool incremental;                /* MOSAIC_INCREMENTAL=0 turns off marking in steps for pacer-started majors (DESIGN.md, "Incremental marking") */
     bool background_sweep;           /* MOSAIC_BACKGROUND_SWEEP=0 turns off the background sweeper (bg_sweep.c; on with 2+ GC threads) */
     size_t incremental_min;          /* MOSAIC_INCREMENTAL_MIN: live slots below which a major marks at once */
     double incremental_ratio;        /* MOSAIC_INCREMENTAL_RATIO: a major marks in steps only if marking it at once would

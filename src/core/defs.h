@@ -153,7 +153,7 @@ mosaic_imemo_kind(VALUE obj)
 /* An instruction sequence CRuby is still loading from binary: ISEQ_NOT_LOADED_YET (iseq.h:
  * IMEMO_FL_USER1, which is RUBY_FL_USER5) is set from its allocation until compile.c's
  * ibf_load_iseq_complete, and meanwhile its literals are announced (RB_OBJ_WRITTEN) before
- * the code that holds them is published (DESIGN section 4, "Loading iseqs"). */
+ * the code that holds them is published (DESIGN.md, "Loading iseqs"). */
 static inline bool
 mosaic_iseq_loading_p(VALUE obj)
 {

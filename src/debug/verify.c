@@ -705,7 +705,7 @@ tricolor_closure(mosaic_objspace_t *objspace, struct verify_ctx *ctx)
 }
 
 /* Between the steps of an incremental mark (checking build, collect.c): the tri-color
- * invariant of DESIGN section 10. A marked, write-barrier-protected object that is not on the
+ * invariant of DESIGN.md, "Tri-color invariant and the write barrier". A marked, write-barrier-protected object that is not on the
  * mark stack (black) refers strongly only to marked objects; a miss is a write the barrier did
  * not grey, or a newborn a black object refers to without a barrier.
  * Except an instruction sequence, held to the weak form: it may refer to an unmarked (white)

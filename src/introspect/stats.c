@@ -95,7 +95,7 @@ sum_heaps(mosaic_objspace_t *objspace, size_t offset)
  * table, then answered in one loop (answer_figures): a store per figure in the code, not an
  * inlined compare, Fixnum check and rb_hash_aset per key (that form, for GC.stat's 84 keys,
  * was 28 KB of the library's 114 KB of code, and code is resident memory in every process:
- * DESIGN section 7, "Code size"). So a single key gathers every figure too; what would make
+ * DESIGN.md, "Code size"). So a single key gathers every figure too; what would make
  * that slow is read only for the figures that need it (the slot counts, the background
  * sweeper's totals under its lock, the memory breakdown). */
 struct stat_figure {

@@ -316,7 +316,7 @@ trim_malloc(mosaic_objspace_t *objspace, bool always)
 /* malloc_trim(0) now, whatever glibc holds: Process.warmup (api.c), which Ruby documents as
  * trimming malloc's free pages and the default GC's does; a parent about to fork then holds
  * no idle malloc memory for its children to inherit. (Whether it changes where a child's
- * first mallocs land was probed in the sixteenth session and not seen: DESIGN section 6.) */
+ * first mallocs land was probed and not seen: docs/decisions/0003-page-metadata-for-copy-on-write.md.) */
 void
 mosaic_memory_trim_now(mosaic_objspace_t *objspace)
 {

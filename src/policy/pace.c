@@ -14,7 +14,7 @@
  *     (1.8) times the class; growth_max_slots caps it; at least one page. Pages the mark's
  *     catch-up steps added to the class (catch_up_slots, alloc.c) are growth taken early: the
  *     ask is computed on total less them, then reduced by them, so it may be none at all
- *     (DESIGN section 10).
+ *     (DESIGN.md, "Catch-up steps").
  *   The asks of all classes, in page bytes, form the shared budget (allocatable_bytes) that
  *   any class may map fresh pages from. A class below its init slots always keeps its own
  *   budget up to them (RUBY_GC_HEAP_<i>_INIT_SLOTS: no GC before that many objects).

@@ -5,7 +5,7 @@
  * until every page of the cycle is swept or the mutator needs the heap to itself; the list of
  * pages it may take; who owns which page.
  *
- * What it does (docs/DESIGN.md section 11): after a collection that leaves a lazy sweep, the
+ * What it does (docs/DESIGN.md, "Background sweeping"): after a collection that leaves a lazy sweep, the
  * thread walks the cycle's pages in the lazy sweep's order and sweeps each one it takes in
  * background mode (sweep.c): it frees only the objects whose freeing touches nothing but the
  * object and its malloc'd buffers (bg_safe_p in sweep.c), and leaves the others, marked in the

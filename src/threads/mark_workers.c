@@ -5,7 +5,7 @@
  * marker), the pool of mark-stack chunks markers hand to each other, and the end of a
  * parallel mark (every marker idle, no chunk left).
  *
- * A parallel mark phase (docs/DESIGN.md section 4, "Parallel marking"):
+ * A parallel mark phase (docs/DESIGN.md, "Parallel marking"):
  *  1. The collecting thread begins it (mosaic_mark_workers_begin): the threads wake, each with
  *     its own marker (mark.c) and the VM context of the collecting thread, and wait for work.
  *  2. The collecting thread marks the roots as in a serial mark. Whenever a marker waits, any
