@@ -85,11 +85,12 @@
  *   oldmalloc_increase, all malloc since the latest major net of frees, at the start of a minor:
  *   that includes the malloc of the young garbage the minor is about to free, up to a whole
  *   malloc_limit, so its majors come early. oldmalloc_increase is still counted for GC.stat.)
- *   (Mosaic used to set the limit to 1.2x the whole accumulated increase at each major, which
- *   reached the 128 MiB cap within a few cycles and let old garbage hold that much malloc.)
+ *   (A limit of 1.2x the whole accumulated increase at each major reaches the 128 MiB cap
+ *   within a few cycles and lets old garbage hold that much malloc.)
  *
  * Soft memory limit (memory_limit, MOSAIC_MEMORY_LIMIT): "used" = pages in use + pooled
- * pages + malloc_bytes. While used + one page is above the limit, no fresh page is mapped
+ * pages + malloc_bytes + the rest of RSS measured at the latest GC (mosaic_pace_used_bytes:
+ * the process's resident memory, estimated between GCs). While used + one page is above the limit, no fresh page is mapped
  * without a collection first (mosaic_pace_over_limit); after marking, the budget is cut to
  * what fits and a minor GC that had to cut it asks for a major; within 10% of the limit the
  * pool is emptied at every GC and majors trim malloc's arenas (memory.c); the malloc limit is

@@ -8,7 +8,7 @@
  * What it does (docs/DESIGN.md, "Background sweeping"): after a collection that leaves a lazy sweep, the
  * thread walks the cycle's pages in the lazy sweep's order and sweeps each one it takes in
  * background mode (sweep.c): it frees only the objects whose freeing touches nothing but the
- * object and its malloc'd buffers (bg_safe_p in sweep.c), and leaves the others, marked in the
+ * object and its malloc'd buffers (background_safe_p in sweep.c), and leaves the others, marked in the
  * page's leftover bits, for the mutator. The mutator's lazy sweep then finds most pages done,
  * and only queues them (and frees their leftovers).
  *
