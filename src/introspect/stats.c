@@ -183,7 +183,7 @@ mosaic_stat(mosaic_objspace_t *objspace, VALUE hash_or_sym)
     FIGURE(oldmalloc_increase_bytes, __atomic_load_n(&objspace->malloc.old_increase, __ATOMIC_RELAXED));
     FIGURE(oldmalloc_increase_bytes_limit, objspace->malloc.old_limit);
 
-    /* Mosaic's own figures (documented in docs/DESIGN.md, "Memory"). */
+    /* Mosaic's own figures: each has a row in docs/STATS.md (test/test_stats_doc.rb). */
     FIGURE(mosaic_heap_target_bytes, objspace->pace.heap_target_bytes);
     FIGURE(mosaic_live_bytes, objspace->live_bytes);
     FIGURE(mosaic_malloc_live_bytes, objspace->malloc.live_bytes);
