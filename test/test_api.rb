@@ -114,7 +114,8 @@ class TestMosaicApi < Test::Unit::TestCase
   end
 
   # Mosaic's time keys (docs/DESIGN.md, "Time and pauses"): every stay inside the collector adds its wall
-  # time and the collecting thread's CPU time (ms), and each pause raises its kind's maximum
+  # time and CPU time (ms: the collecting thread's, plus what the marking threads and the
+  # background sweeper spent), and each pause raises its kind's maximum
   # (us). They never decrease; they grow with GC work and only with it; GC.stat(:time), the
   # marking and sweeping wall time, is part of the wall time.
   MOSAIC_TIME_KEYS = %i[mosaic_gc_wall_time mosaic_gc_cpu_time mosaic_pause_max_minor_us mosaic_pause_max_major_us].freeze
