@@ -53,25 +53,18 @@
 
 /* -------------------------------------------------------------- constants */
 
-#define MOSAIC_PAGE_SIZE        (64 * 1024)
+/* MOSAIC_PAGE_SIZE, MOSAIC_BASE_SLOT_SIZE and MOSAIC_MAX_SLOT_SIZE are in core/util.h (pure C,
+ * for the pacer's formulas and the C unit tests); the rest of the geometry follows from them. */
 #define MOSAIC_PAGE_MASK        (~((uintptr_t)MOSAIC_PAGE_SIZE - 1))
 /* Page bodies are carved out of arenas, one mapping of 64 bodies (4 MiB) each (arena.c). */
 #define MOSAIC_ARENA_PAGES      64
 #define MOSAIC_ARENA_SIZE       ((size_t)MOSAIC_ARENA_PAGES * MOSAIC_PAGE_SIZE)
 #define MOSAIC_ARENA_FULL       UINT64_MAX
-/* The smallest slot: an RBasic and three words (CRuby's RVALUE; a free slot's freelist link,
- * a T_MOVED's forwarding address and a zombie fit in it). Side bitmaps hold one bit per slot,
- * so they are sized for a page of slots this small. */
-#define MOSAIC_BASE_SLOT_SIZE   40
 /* Size classes: a table chosen at boot (size_class.c, MOSAIC_SIZE_CLASSES) of MOSAIC_HEAP_COUNT
  * classes, at most MOSAIC_HEAP_MAX (arrays per class are sized for that many). */
 #define MOSAIC_HEAP_MAX         16
 extern int mosaic_heap_count;
 #define MOSAIC_HEAP_COUNT       mosaic_heap_count
-/* The largest slot: CRuby keeps an embedded array's length in 7 flag bits
- * (RARRAY_EMBED_LEN_MAX, 127), and embeds an array whenever its slot holds its capacity, so a
- * slot above offsetof(struct RArray, as.ary) + 127 * 8 = 1032 bytes would overflow that field. */
-#define MOSAIC_MAX_SLOT_SIZE    1032
 /* The first slot starts one base slot into the body, after the body's header (struct
  * mosaic_page_header: the page pointer, and copies of the slot reciprocal and start offset).
  * A class whose slot size is a multiple of a cache line starts at MOSAIC_LINE_SIZE instead, so

@@ -20,6 +20,17 @@
 
 typedef uint64_t mosaic_bits_t;
 
+/* The page geometry's base numbers (core/defs.h derives the rest of it from them). */
+#define MOSAIC_PAGE_SIZE        (64 * 1024)
+/* The smallest slot: an RBasic and three words (CRuby's RVALUE; a free slot's freelist link,
+ * a T_MOVED's forwarding address and a zombie fit in it). Side bitmaps hold one bit per slot,
+ * so they are sized for a page of slots this small. */
+#define MOSAIC_BASE_SLOT_SIZE   40
+/* The largest slot: CRuby keeps an embedded array's length in 7 flag bits
+ * (RARRAY_EMBED_LEN_MAX, 127), and embeds an array whenever its slot holds its capacity, so a
+ * slot above offsetof(struct RArray, as.ary) + 127 * 8 = 1032 bytes would overflow that field. */
+#define MOSAIC_MAX_SLOT_SIZE    1032
+
 /* ceil(2^32 / slot_size). Why it is exact: with r = this and e = r * d - 2^32 (0 <= e < d),
  * n * r / 2^32 = n / d + n * e / (d * 2^32), and for n, d < 2^16 the error term n * e / 2^32
  * stays under 1, less than the gap from n mod d to d: (n * r) >> 32 == n / d for every offset
