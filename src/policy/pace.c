@@ -102,21 +102,14 @@
  *
  * Arithmetic: every size * factor goes through mosaic_scale and sums through mosaic_add_sat,
  * which saturate at MOSAIC_SIZE_MAX: a huge factor means "as much as can be", never a wrapped
- * or undefined value.
+ * or undefined value. The formulas themselves are pure functions of plain numbers in
+ * policy/pace_math.h (mosaic_pm_*), which the C unit tests run (test/c/test_pace.c); this file
+ * reads the objspace, calls them, and stores what they return.
  */
 #include <stdio.h>
 
 #include "core/mosaic.h"
-
-/* Near the soft limit the malloc limit is half the headroom, but never below this: a smaller
- * one would collect for every few mallocs (the GC time cap would then set the limit aside). */
-#define MOSAIC_LIMIT_MALLOC_FLOOR ((size_t)256 << 10)
-
-/* The growth step (mosaic_pace_grown_enough): 1/8 of what the heap holds, at least 4 MiB. */
-#define MOSAIC_GROWTH_STEP_MIN ((size_t)4 << 20)
-#ifndef MOSAIC_GROWTH_STEP_DIVISOR
-# define MOSAIC_GROWTH_STEP_DIVISOR 8
-#endif
+#include "policy/pace_math.h"
 
 void
 mosaic_pace_init(mosaic_objspace_t *objspace)
@@ -128,7 +121,7 @@ mosaic_pace_init(mosaic_objspace_t *objspace)
         objspace->heaps[i].major_target_slots = objspace->params.heap_init_slots[i];
     }
     objspace->malloc.limit = objspace->params.malloc_limit_min;
-    objspace->pace.growth_trigger_bytes = objspace->malloc.limit > MOSAIC_GROWTH_STEP_MIN ? objspace->malloc.limit : MOSAIC_GROWTH_STEP_MIN;
+    objspace->pace.growth_trigger_bytes = mosaic_pm_growth_trigger(MOSAIC_GROWTH_STEP_MIN, objspace->malloc.limit);
     objspace->malloc.old_limit = objspace->params.oldmalloc_limit_min;
     /* The GC time share counts from here: the first GC's interval is the boot before it. */
     objspace->pace.last_gc_end_ns = mosaic_now_ns();
@@ -175,18 +168,15 @@ mosaic_pace_over_limit(mosaic_objspace_t *objspace)
 size_t
 mosaic_pace_growth_step(mosaic_objspace_t *objspace)
 {
-    size_t step = objspace->pages.sorted_count * MOSAIC_PAGE_SIZE / MOSAIC_GROWTH_STEP_DIVISOR;
-    size_t by_malloc = objspace->malloc.live_bytes / MOSAIC_GROWTH_STEP_DIVISOR;
-    if (by_malloc > step) step = by_malloc;
-    return step < MOSAIC_GROWTH_STEP_MIN ? MOSAIC_GROWTH_STEP_MIN : step;
+    return mosaic_pm_growth_step(objspace->pages.sorted_count, objspace->malloc.live_bytes);
 }
 
 
 bool
 mosaic_pace_grown_enough(mosaic_objspace_t *objspace)
 {
-    size_t grown = mosaic_pace_grown_bytes(objspace);
-    return grown >= mosaic_pace_growth_step(objspace) && grown >= objspace->pace.free_slots_floor_bytes;
+    return mosaic_pm_grown_enough(mosaic_pace_grown_bytes(objspace), mosaic_pace_growth_step(objspace),
+                                  objspace->pace.free_slots_floor_bytes);
 }
 
 /* A class's live-data target after a major GC, per live slot: 1 / (1 - free_slots_goal_ratio)
@@ -194,8 +184,7 @@ mosaic_pace_grown_enough(mosaic_objspace_t *objspace)
 static double
 major_target_factor(const struct mosaic_params *params)
 {
-    double goal = params->free_slots_goal_ratio;
-    return goal > 0.0 && goal < 1.0 ? 1.0 / (1.0 - goal) : params->growth_factor;
+    return mosaic_pm_major_target_factor(params->free_slots_goal_ratio, params->growth_factor);
 }
 
 /* The slots class h keeps after a major GC that found `live` of them live:
@@ -205,8 +194,7 @@ major_target_factor(const struct mosaic_params *params)
 size_t
 mosaic_pace_keep_slots(const struct mosaic_params *params, int h, size_t live)
 {
-    size_t keep = mosaic_scale(live, 1.0 / (1.0 - params->free_slots_max_ratio));
-    return keep < params->heap_init_slots[h] ? params->heap_init_slots[h] : keep;
+    return mosaic_pm_keep_slots(live, params->free_slots_max_ratio, params->heap_init_slots[h]);
 }
 
 /* A forked child (mosaic_generation_after_fork): what it inherited is old now, as if a major GC
@@ -251,9 +239,9 @@ mosaic_pace_old_limits(mosaic_objspace_t *objspace)
 {
     const struct mosaic_params *params = &objspace->params;
     objspace->gen.old_objects_limit = mosaic_scale(objspace->gen.old_objects, params->oldobject_limit_factor);
-    size_t by_count = mosaic_scale(objspace->gen.old_wb_unprotected_objects, params->oldobject_limit_factor);
-    size_t by_ratio = mosaic_scale(objspace->gen.old_objects, params->wb_unprotected_limit_ratio);
-    objspace->gen.old_wb_unprotected_limit = by_count > by_ratio ? by_count : by_ratio;
+    objspace->gen.old_wb_unprotected_limit =
+        mosaic_pm_wb_unprotected_limit(objspace->gen.old_objects, objspace->gen.old_wb_unprotected_objects,
+                                       params->oldobject_limit_factor, params->wb_unprotected_limit_ratio);
 }
 
 static void
@@ -271,42 +259,6 @@ pace_generations(mosaic_objspace_t *objspace)
     }
 }
 
-/* Slots a class short of free room asks for (see the top of this file). */
-static size_t
-growth_ask(const struct mosaic_params *params, size_t total, size_t live)
-{
-    size_t grow;
-    if (total == 0) return 0;
-    if (params->free_slots_goal_ratio > 0.0 && params->free_slots_goal_ratio < 1.0) {
-        double f = ((double)live / (double)total) / (1.0 - params->free_slots_goal_ratio);
-        if (f > params->growth_factor) f = params->growth_factor;
-        grow = f > 1.0 ? mosaic_scale(total, f - 1.0) : 0;
-    }
-    else {
-        grow = mosaic_scale(total, params->growth_factor - 1.0);
-    }
-    if (params->growth_max_slots > 0 && grow > params->growth_max_slots) grow = params->growth_max_slots;
-    return grow;
-}
-
-/* Whether allocation churns the class: its free slots at the GC's start were used up (all
- * but 1/16 of the class), or were fewer than the garbage this GC found in it. A class below
- * its free ratio that holds stable data and free slots it does not use (gcbench's 40-byte
- * class: 18% free, nothing dying) is not: a major GC would free nothing in it. */
-static bool
-churning(const struct mosaic_heap *heap, size_t live)
-{
-    size_t total = heap->total_slots, used = heap->used_slots_at_gc;
-    size_t empty_at_gc = total > used ? total - used : 0;
-    size_t garbage = used > live ? used - live : 0;
-    return empty_at_gc < total / 16 || garbage > empty_at_gc;
-}
-
-/* The floor's budget in one GC is at most the pages in use or this, whichever is more: a huge
- * RUBY_GC_HEAP_FREE_SLOTS grows the heap geometrically, a GC between steps, instead of letting
- * a program allocate until memory runs out without ever collecting. */
-#define MOSAIC_FLOOR_GROW_MIN ((size_t)32 << 20)
-
 /* RUBY_GC_HEAP_FREE_SLOTS (see the top of this file): the page bytes the shared budget needs
  * beyond `asked` so that the heap has room for heap_free_slots 40-byte slots per live Ractor
  * (at most 8), counting `room` (the free slot bytes the classes keep), the pooled pages and
@@ -316,26 +268,17 @@ churning(const struct mosaic_heap *heap, size_t live)
 static size_t
 free_slots_floor_grow(mosaic_objspace_t *objspace, size_t room, size_t asked)
 {
-    unsigned long ractors = objspace->live_ractor_cache_count;
-    if (ractors < 1) ractors = 1;
-    if (ractors > 8) ractors = 8;
-    size_t floor = mosaic_scale(objspace->params.heap_free_slots, (double)ractors * MOSAIC_BASE_SLOT_SIZE);
-    room = mosaic_add_sat(room, mosaic_add_sat(objspace->pool.count * MOSAIC_PAGE_SIZE, asked));
-    if (room >= floor) return 0;
-    size_t missing = floor - room;
+    size_t floor = mosaic_pm_floor_bytes(objspace->params.heap_free_slots, objspace->live_ractor_cache_count);
+    size_t missing = mosaic_pm_floor_missing(floor, room, objspace->pool.count, asked);
+    if (missing == 0) return 0;
     for (int i = 0; i < MOSAIC_HEAP_COUNT && missing > 0; i++) {
         struct mosaic_heap *heap = &objspace->heaps[i];
         size_t page_room = heap->slots_per_page * heap->slot_size;
-        size_t kept = missing / page_room + (missing % page_room != 0);
-        if (kept > heap->freeable_pages) kept = heap->freeable_pages;
+        size_t kept = mosaic_pm_floor_kept_pages(missing, page_room, heap->freeable_pages);
         heap->freeable_pages -= kept;
         missing = missing > kept * page_room ? missing - kept * page_room : 0;
     }
-    size_t pages = missing / MOSAIC_PAGE_SIZE + (missing % MOSAIC_PAGE_SIZE != 0);
-    size_t bytes = pages > MOSAIC_SIZE_MAX / MOSAIC_PAGE_SIZE ? MOSAIC_SIZE_MAX : pages * MOSAIC_PAGE_SIZE;
-    size_t cap = objspace->pages.sorted_count * MOSAIC_PAGE_SIZE;
-    if (cap < MOSAIC_FLOOR_GROW_MIN) cap = MOSAIC_FLOOR_GROW_MIN;
-    return bytes < cap ? bytes : cap;
+    return mosaic_pm_floor_grow(missing, objspace->pages.sorted_count);
 }
 
 /* The soft limit, after marking: how many page bytes may still be asked for. */
@@ -344,8 +287,7 @@ limit_headroom(mosaic_objspace_t *objspace)
 {
     size_t limit = objspace->params.memory_limit;
     if (!limit || objspace->pace.limit_set_aside) return MOSAIC_SIZE_MAX;
-    size_t used = mosaic_pace_used_bytes(objspace);
-    return used < limit ? limit - used : 0;
+    return mosaic_pm_headroom(limit, mosaic_pace_used_bytes(objspace));
 }
 
 void
@@ -373,16 +315,13 @@ mosaic_pace_after_mark(mosaic_objspace_t *objspace)
         target_pages += heap->allocatable_slots / heap->slots_per_page;
 
         /* A major GC measures what is live: the class's target for minor GCs. */
-        if (!minor) {
-            size_t target = mosaic_scale(live, target_factor);
-            heap->major_target_slots = target > init ? target : init;
-        }
+        if (!minor) heap->major_target_slots = mosaic_pm_major_target(live, target_factor, init);
         /* Shrink, after a major GC: empty pages beyond what the class should keep go back to
          * the OS as the sweep finds them (the default GC's free_slots_max_ratio rule). */
         heap->freeable_pages = 0;
         if (!minor && params->free_slots_max_ratio < 1.0) {
             size_t keep = mosaic_pace_keep_slots(params, i, live);
-            heap->freeable_pages = total > keep ? (total - keep) / heap->slots_per_page : 0;
+            heap->freeable_pages = mosaic_pm_freeable_pages(total, keep, heap->slots_per_page);
         }
         /* Room for new objects, for the floor below: the free slots this sweep does not give
          * back to the OS with the pages beyond what the class keeps. */
@@ -393,10 +332,9 @@ mosaic_pace_after_mark(mosaic_objspace_t *objspace)
          * decision: the class asks as if it had not taken them, less what it took. */
         size_t caught_up = heap->catch_up_slots < total ? heap->catch_up_slots : total;
         heap->catch_up_slots = 0;
-        if (free >= mosaic_scale(total, params->free_slots_min_ratio) && total > 0) continue;
-        size_t grow = growth_ask(params, total - caught_up, live);
-        if (grow < heap->slots_per_page) grow = heap->slots_per_page;
-        grow = grow > caught_up ? grow - caught_up : 0;
+        if (!mosaic_pm_short_of_free(free, total, params->free_slots_min_ratio)) continue;
+        size_t grow = mosaic_pm_class_ask(total, live, caught_up, heap->slots_per_page, params->free_slots_goal_ratio,
+                                          params->growth_factor, params->growth_max_slots);
         if (grow == 0) continue;
         if (grow_minor) {
             /* Collect before grow (see the top of this file). */
@@ -404,15 +342,13 @@ mosaic_pace_after_mark(mosaic_objspace_t *objspace)
             if (over_target || major_due) {
                 /* A class that allocation does not churn neither grows nor asks for a major
                  * GC that would free nothing in it (it asked every fourth GC in gcbench). */
-                if (over_target || churning(heap, live)) {
+                if (over_target || mosaic_pm_churning(heap->total_slots, heap->used_slots_at_gc, live)) {
                     objspace->gen.need_major |= MOSAIC_REASON_MAJOR_NOFREE;
                 }
                 continue;
             }
         }
-        size_t pages = grow / heap->slots_per_page + (grow % heap->slots_per_page != 0);
-        size_t bytes = pages > MOSAIC_SIZE_MAX / MOSAIC_PAGE_SIZE ? MOSAIC_SIZE_MAX : pages * MOSAIC_PAGE_SIZE;
-        shared_grow_bytes = mosaic_add_sat(shared_grow_bytes, bytes);
+        shared_grow_bytes = mosaic_add_sat(shared_grow_bytes, mosaic_pm_slots_page_bytes(grow, heap->slots_per_page));
     }
 
     /* The floor, then the soft limit: ask for no more than fits, and collect old garbage
@@ -425,7 +361,7 @@ mosaic_pace_after_mark(mosaic_objspace_t *objspace)
         objspace->gen.need_major |= MOSAIC_REASON_MAJOR_NOFREE;
     }
     shared_grow_bytes = mosaic_add_sat(shared_grow_bytes, floor_grow);
-    if (shared_grow_bytes > headroom) shared_grow_bytes = headroom / MOSAIC_PAGE_SIZE * MOSAIC_PAGE_SIZE;
+    shared_grow_bytes = mosaic_pm_cut_to_headroom(shared_grow_bytes, headroom);
     objspace->pace.allocatable_bytes = shared_grow_bytes;
     /* The floor's budget may be taken whole before a GC, whatever the growth step; malloc
      * meanwhile counts in it as in the step (the growth trigger), so a program that mallocs
@@ -437,7 +373,7 @@ mosaic_pace_after_mark(mosaic_objspace_t *objspace)
     }
     objspace->pace.grown_since_gc = 0;
     objspace->live_bytes = live_bytes;
-    objspace->pace.heap_target_bytes = mosaic_add_sat(target_pages * MOSAIC_PAGE_SIZE, shared_grow_bytes);
+    objspace->pace.heap_target_bytes = mosaic_pm_heap_target(target_pages, shared_grow_bytes);
 }
 
 static void
@@ -465,22 +401,15 @@ limit_set_aside(mosaic_objspace_t *objspace, const char *why, size_t a, size_t b
 void
 mosaic_pace_gc_time(mosaic_objspace_t *objspace, uint64_t start_ns, uint64_t end_ns)
 {
-    uint64_t since = objspace->pace.last_gc_end_ns && end_ns > objspace->pace.last_gc_end_ns
-        ? end_ns - objspace->pace.last_gc_end_ns : end_ns - start_ns;
-    uint64_t gc_ns = end_ns - start_ns;
+    uint64_t since = mosaic_pm_gc_interval(objspace->pace.last_gc_end_ns, start_ns, end_ns);
     /* The snapshot follows the counters whether or not they advance now, so time measured
      * before GC.measure_total_time was switched off is not charged to a later interval. */
     uint64_t total = objspace->stats.marking_time_ns + objspace->stats.sweeping_time_ns;
-    if (objspace->measure_time && total > objspace->pace.gc_ns_at_last_end &&
-        total - objspace->pace.gc_ns_at_last_end > gc_ns) {
-        gc_ns = total - objspace->pace.gc_ns_at_last_end;
-    }
+    uint64_t gc_ns = mosaic_pm_gc_time(start_ns, end_ns, objspace->measure_time, total,
+                                       objspace->pace.gc_ns_at_last_end, since);
     objspace->pace.gc_ns_at_last_end = total;
-    if (gc_ns > since) gc_ns = since;
-    objspace->pace.gc_ns_recent = objspace->pace.gc_ns_recent * (15.0 / 16.0) + (double)gc_ns;
-    objspace->pace.all_ns_recent = objspace->pace.all_ns_recent * (15.0 / 16.0) + (double)since;
+    double share = mosaic_pm_gc_share(&objspace->pace.gc_ns_recent, &objspace->pace.all_ns_recent, gc_ns, since);
     objspace->pace.last_gc_end_ns = end_ns;
-    double share = objspace->pace.all_ns_recent > 0 ? objspace->pace.gc_ns_recent / objspace->pace.all_ns_recent : 0.0;
     objspace->pace.gc_time_share = share;
     size_t limit = objspace->params.memory_limit;
     if (!limit || objspace->pace.limit_set_aside || objspace->stats.count < 16) return;
@@ -499,8 +428,7 @@ mosaic_pace_gc_time(mosaic_objspace_t *objspace, uint64_t start_ns, uint64_t end
 void
 mosaic_pace_after_sweep(mosaic_objspace_t *objspace)
 {
-    size_t survivors = objspace->malloc.bytes_at_gc > objspace->malloc.freed_by_sweep
-        ? objspace->malloc.bytes_at_gc - objspace->malloc.freed_by_sweep : 0;
+    size_t survivors = mosaic_pm_survivors(objspace->malloc.bytes_at_gc, objspace->malloc.freed_by_sweep);
     if (!objspace->full_mark) {
         const struct mosaic_params *params = &objspace->params;
         /* Malloc freed since the major (a buffer cleared, young owners that died) is no
@@ -519,10 +447,9 @@ mosaic_pace_after_sweep(mosaic_objspace_t *objspace)
      * freed most of it, the limit was right. */
     if ((objspace->stats.latest_reason & MOSAIC_REASON_MAJOR_OLDMALLOC) && objspace->pace.oldmalloc_trigger_bytes) {
         const struct mosaic_params *params = &objspace->params;
-        size_t live_growth = survivors > objspace->malloc.live_bytes ? survivors - objspace->malloc.live_bytes : 0;
-        if (live_growth > objspace->pace.oldmalloc_trigger_bytes / 2) {
-            size_t next = mosaic_scale(objspace->malloc.old_limit, params->oldmalloc_limit_growth_factor);
-            objspace->malloc.old_limit = next > params->oldmalloc_limit_max ? params->oldmalloc_limit_max : next;
+        if (mosaic_pm_oldmalloc_live_grew(survivors, objspace->malloc.live_bytes, objspace->pace.oldmalloc_trigger_bytes)) {
+            objspace->malloc.old_limit = mosaic_pm_oldmalloc_raise(objspace->malloc.old_limit, params->oldmalloc_limit_growth_factor,
+                                                                   params->oldmalloc_limit_max);
         }
     }
     objspace->pace.oldmalloc_trigger_bytes = 0;
@@ -532,10 +459,10 @@ mosaic_pace_after_sweep(mosaic_objspace_t *objspace)
     if (!limit) return;
 
     size_t live = mosaic_add_sat(mosaic_add_sat(objspace->live_bytes, survivors), objspace->memory.rss_overhead_bytes);
-    if (!objspace->pace.limit_set_aside && live > mosaic_scale(limit, 0.95)) {
+    if (!objspace->pace.limit_set_aside && mosaic_pm_limit_unfit(live, limit)) {
         limit_set_aside(objspace, "live memory (%zu MiB) does not fit the memory limit (%zu MiB)", live >> 20, limit >> 20);
     }
-    else if (objspace->pace.limit_set_aside && live < mosaic_scale(limit, 0.85)) {
+    else if (objspace->pace.limit_set_aside && mosaic_pm_limit_fits_again(live, limit)) {
         objspace->pace.limit_set_aside = false;
     }
 }
@@ -546,7 +473,7 @@ mosaic_pace_near_limit(mosaic_objspace_t *objspace)
 {
     size_t limit = objspace->params.memory_limit;
     if (!limit || objspace->pace.limit_set_aside) return false;
-    return mosaic_pace_used_bytes(objspace) > mosaic_scale(limit, 0.9);
+    return mosaic_pm_near_limit(mosaic_pace_used_bytes(objspace), limit);
 }
 
 /* Called at the start of each collection, once it is known to be minor or major. */
@@ -557,9 +484,8 @@ mosaic_pace_malloc_limit(mosaic_objspace_t *objspace)
     if (objspace->params.generational) {
         if (objspace->full_mark) {
             if (!(objspace->stats.latest_reason & MOSAIC_REASON_MAJOR_OLDMALLOC)) {
-                size_t next = (size_t)(objspace->malloc.old_limit /
-                                       ((params->oldmalloc_limit_growth_factor - 1) / 10 + 1));
-                objspace->malloc.old_limit = next < params->oldmalloc_limit_min ? params->oldmalloc_limit_min : next;
+                objspace->malloc.old_limit = mosaic_pm_oldmalloc_decay(objspace->malloc.old_limit, params->oldmalloc_limit_growth_factor,
+                                                                       params->oldmalloc_limit_min);
             }
             __atomic_store_n(&objspace->malloc.old_increase, 0, __ATOMIC_RELAXED);
         }
@@ -567,20 +493,13 @@ mosaic_pace_malloc_limit(mosaic_objspace_t *objspace)
 
     size_t inc = __atomic_exchange_n(&objspace->malloc.increase, 0, __ATOMIC_RELAXED);
 
-    if (inc > objspace->malloc.limit) {
-        size_t next = mosaic_scale(inc, params->malloc_limit_growth_factor);
-        objspace->malloc.limit = next > params->malloc_limit_max ? params->malloc_limit_max : next;
-    }
-    else {
-        size_t next = mosaic_scale(objspace->malloc.limit, 0.98);
-        objspace->malloc.limit = next < params->malloc_limit_min ? params->malloc_limit_min : next;
-    }
-    size_t step = mosaic_pace_growth_step(objspace);
-    objspace->pace.growth_trigger_bytes = step > objspace->malloc.limit ? step : objspace->malloc.limit;
+    objspace->malloc.limit = mosaic_pm_malloc_limit(objspace->malloc.limit, inc, params->malloc_limit_growth_factor,
+                                                    params->malloc_limit_min, params->malloc_limit_max);
+    objspace->pace.growth_trigger_bytes = mosaic_pm_growth_trigger(mosaic_pace_growth_step(objspace), objspace->malloc.limit);
     /* Near the soft limit, a GC comes before malloc takes half of what is left. */
     size_t headroom = limit_headroom(objspace);
     if (headroom != MOSAIC_SIZE_MAX) {
-        size_t cap = headroom / 2 > MOSAIC_LIMIT_MALLOC_FLOOR ? headroom / 2 : MOSAIC_LIMIT_MALLOC_FLOOR;
+        size_t cap = mosaic_pm_malloc_cap(headroom);
         if (objspace->malloc.limit > cap) objspace->malloc.limit = cap;
         if (objspace->pace.growth_trigger_bytes > cap) objspace->pace.growth_trigger_bytes = cap;
     }
