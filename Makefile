@@ -13,6 +13,7 @@
 #   make HISTOGRAM=1 lib   the size-histogram variant (src/introspect/size_histogram.c) in build/histogram/;
 #                     make install-histogram installs it as librubygc.mosaic_hist.so only
 #   make env          print MOSAIC_RUBY=..., MOSAIC_RUBY_SRC=..., MOSAIC_GC_DIR=...
+#   make test-c       the C unit tests of the collector's pure parts (test/c/), no Ruby process
 
 SHELL := /bin/bash
 TOOLCHAIN := scripts/toolchain.sh
@@ -174,6 +175,40 @@ test-unit: install
 test-gate: install install-check install-asan install-tsan install-histogram
 	@[ -n "$(GATE)" ] || { echo "usage: make test-gate GATE='name ...' (gates: scripts/test.sh)"; exit 2; }
 	@MOSAIC_GATES="$(GATE)" scripts/test.sh
+
+# The C unit tests (test/c/, scripts/test-c.sh): the collector's pure parts tested in C, no
+# Ruby process, no libruby. Each test/c/test_*.c is a binary of its own in build/test-c/, built
+# with the library's warnings as errors, AddressSanitizer and UBSan (a leak, an overflow or
+# undefined behaviour fails it). A test compiles with -Isrc alone (pure C: core/util.h,
+# policy/pace_math.h) unless it links library sources, listed in TEST_C_LINK_<name>: those
+# are compiled with the library's flags and include paths (Ruby's headers, nothing else of
+# the toolchain) and linked alone; the test defines any Ruby function they call.
+TEST_C_DIR := build/test-c
+TEST_C_BINS := $(patsubst test/c/%.c,$(TEST_C_DIR)/%,$(wildcard test/c/test_*.c))
+TEST_C_SAN := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+TEST_C_CFLAGS := -std=gnu11 $(WARN) -Werror -O1 -g $(TEST_C_SAN)
+
+.PHONY: test-c
+test-c: $(TEST_C_BINS)
+	@scripts/test-c.sh $(TEST_C_BINS)
+
+.SECONDEXPANSION:
+$(TEST_C_DIR)/test_%: test/c/test_%.c $$(addprefix $(TEST_C_DIR)/,$$(addsuffix .o,$$(TEST_C_LINK_test_$$*))) Makefile
+	@mkdir -p $(dir $@)
+	@echo "  CC $<"
+	@$(CC) $(TEST_C_CFLAGS) $(if $(TEST_C_LINK_test_$*),-DBUILDING_MODULAR_GC -DMOSAIC_CHECK=1 $(INCLUDES),-Isrc) \
+		-MMD -MP -o $@ $< $(filter %.o,$^) -lm
+
+$(TEST_C_DIR)/%.o: src/%.c Makefile
+	@[ -f $(MOSAIC_RUBY_SRC)/include/ruby/ruby.h ] && [ -f $(MOSAIC_RUBY_SRC)/.ext/include/$(RUBY_ARCH)/ruby/config.h ] || \
+		{ echo "test-c: $< needs Ruby's headers, not found under $(MOSAIC_RUBY_SRC) (make toolchain)" >&2; exit 1; }
+	@mkdir -p $(dir $@)
+	@echo "  CC $< (for the C unit tests)"
+	@$(CC) $(CFLAGS_BASE) -Werror -O1 -g -DMOSAIC_CHECK=1 $(TEST_C_SAN) $(INCLUDES) -MMD -MP -c $< -o $@
+
+# Library objects for the tests are intermediate files make would delete after each run.
+.PRECIOUS: $(TEST_C_DIR)/%.o
+-include $(TEST_C_BINS:=.d) $(wildcard $(TEST_C_DIR)/*/*.d)
 
 demo: install
 	@scripts/demo.sh
