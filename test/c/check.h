@@ -51,12 +51,13 @@ check_record(bool ok, const char *file, int line, const char *expr, const char *
 /* Integers (any integer type up to 64 bits, compared as uintmax_t: use them for sizes and
  * counts, which are never negative): a op b, both values printed on failure. Like CHECK, they
  * are expressions whose value is whether the check passed. */
-#define CHECK_OP(a, op, b) ({ \
+#define CHECK_OP(a, op, b) CHECK_OP_(a, op, b, #a " " #op " " #b)
+#define CHECK_EQ(a, b) CHECK_OP_(a, ==, b, #a " == " #b)
+#define CHECK_OP_(a, op, b, text) ({ \
     uintmax_t check_a_ = (uintmax_t)(a), check_b_ = (uintmax_t)(b); \
-    check_record(check_a_ op check_b_, __FILE__, __LINE__, #a " " #op " " #b, \
+    check_record(check_a_ op check_b_, __FILE__, __LINE__, text, \
                  "%ju %s %ju, 0x%jx vs 0x%jx", check_a_, #op, check_b_, check_a_, check_b_); \
 })
-#define CHECK_EQ(a, b) CHECK_OP(a, ==, b)
 
 /* Doubles: a op b, printed with all their digits on failure. CHECK_NEAR: |a - b| <= eps. */
 #define CHECK_DOP(a, op, b) ({ \
