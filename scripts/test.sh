@@ -1,36 +1,38 @@
 #!/usr/bin/env bash
 # The README's test command. Runs, in order:
-#   1. the Ruby toolchain check (built, and each GC library loads: +GC[name]);
-#   2. Mosaic's own suite (test/*.rb) under mosaic, and under default to prove the suite;
-#   3. CRuby's bootstraptest in full, under default and mosaic;
-#   4. CRuby's whole test-all under mosaic (-j2, test/excludes/mosaic): no failure, error,
+#   1. the C unit tests of the collector's pure parts (make test-c: test/c/; no Ruby process,
+#      only Ruby's headers) -- scripts/test-c.sh;
+#   2. the Ruby toolchain check (built, and each GC library loads: +GC[name]);
+#   3. Mosaic's own suite (test/*.rb) under mosaic, and under default to prove the suite;
+#   4. CRuby's bootstraptest in full, under default and mosaic;
+#   5. CRuby's whole test-all under mosaic (-j2, test/excludes/mosaic): no failure, error,
 #      crash or hang that is not in test/known-failures/test-all.txt (failures that also happen
 #      under the default GC, each with its reason) -- scripts/test-all-full.sh mosaic --gate;
-#   5. ruby/spec under default and mosaic: no failure default lacks -- scripts/test-spec.sh;
-#   6. the differential stress tester: regression scripts and a fixed budget of random seeds,
+#   6. ruby/spec under default and mosaic: no failure default lacks -- scripts/test-spec.sh;
+#   7. the differential stress tester: regression scripts and a fixed budget of random seeds,
 #      same output under default, mosaic and the checking build -- scripts/difftest.sh;
-#   7. the compaction gate: the GC-critical test-all files (test/gates.txt) under mosaic with
+#   8. the compaction gate: the GC-critical test-all files (test/gates.txt) under mosaic with
 #      GC.auto_compact = true from the start of every Ruby (test/auto_compact_on.rb), less the
 #      reviewed exclusions of test/excludes/compact;
-#   8. the stress gate: Mosaic's suite and the GC-critical test-all files on the checking build
+#   9. the stress gate: Mosaic's suite and the GC-critical test-all files on the checking build
 #      with a collection forced every 1000 allocations -- scripts/stress-gate.sh;
-#   9. the sanitizer gate: Mosaic's suite on the checking build compiled with AddressSanitizer
+#  10. the sanitizer gate: Mosaic's suite on the checking build compiled with AddressSanitizer
 #      and UBSan (make install-asan: librubygc.mosaic_asan.so), four GC threads marking in
 #      parallel, no report;
-#  10. the race gate: Mosaic's suite and the differential tester on the checking build with
+#  11. the race gate: Mosaic's suite and the differential tester on the checking build with
 #      four GC threads, the background sweeper on, and every hand-over between them and the
 #      mutator delayed at random (MOSAIC_STRESS_RACES) -- scripts/race-gate.sh;
-#  11. the ThreadSanitizer gate: the suite's files that run the GC threads beside each other and
+#  12. the ThreadSanitizer gate: the suite's files that run the GC threads beside each other and
 #      the mutator, on the checking build compiled with -fsanitize=thread (make install-tsan:
 #      librubygc.mosaic_tsan.so), no report -- scripts/tsan-gate.sh.
 # Prints one line per gate and a closing "N passed, N failed" line; exits non-zero on failure.
-# MOSAIC_GATES chooses gates (default "unit btest testall-full spec diff compact stress asan races tsan"; "testall" is
+# MOSAIC_GATES chooses gates (default "ctest unit btest testall-full spec diff compact stress asan races tsan"; "testall" is
 # the GC-critical test-all files under default and mosaic, a quicker subset of testall-full);
 # MOSAIC_GCS="default mosaic" the GCs for the unit, btest and testall gates; MOSAIC_COMPACT_GC
 # (mosaic) the library of the compact gate.
 source "$(dirname "$0")/lib.sh"
 set +e
-GATES=${MOSAIC_GATES:-"unit btest testall-full spec diff compact stress asan races tsan"}
+GATES=${MOSAIC_GATES:-"ctest unit btest testall-full spec diff compact stress asan races tsan"}
 GCS=${MOSAIC_GCS:-"default mosaic"}
 LOGS=${MOSAIC_LOG_DIR:-$MOSAIC_ROOT/build/test-logs}
 mkdir -p "$LOGS"
@@ -38,6 +40,16 @@ passed=0; failed=0; failed_names=()
 pass() { passed=$((passed+1)); printf 'PASS  %s\n' "$1"; }
 fail() { failed=$((failed+1)); failed_names+=("$1"); printf 'FAIL  %s\n' "$1"; [ -n "${2:-}" ] && sed 's/^/      | /' <<<"$2"; }
 now() { date +%s; }
+
+# The C unit tests first: they need no Ruby, and a broken formula or helper shows here in
+# seconds, before the Ruby gates run for an hour.
+if [[ " $GATES " == *" ctest "* ]]; then
+  log=$LOGS/ctest.log; t=$(now)
+  "${MAKE:-make}" --no-print-directory -C "$MOSAIC_ROOT" test-c >"$log" 2>&1
+  rc=$?; sum=$(grep '^C unit tests:' "$log" | tail -1)
+  if [ $rc = 0 ] && [ -n "$sum" ]; then pass "$sum ($(( $(now)-t ))s)"
+  else fail "${sum:-C unit tests: no summary} (log $log)" "$(grep -v '^  CC ' "$log" | tail -40)"; fi
+fi
 
 for gc in $GCS; do
   if msg=$(assert_gc_loads "$gc"); then pass "loads +GC[$gc]"; else fail "loads +GC[$gc]" "$msg"; fi
