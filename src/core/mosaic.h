@@ -3,7 +3,8 @@
  * with the functions of its module, in its owner's header:
  *
  *   core/defs.h            Ruby and Modular GC headers, assertions, constants, reasons
- *   core/util.h            bits, slot-number reciprocal, saturating sizes, clocks (pure C)
+ *   core/util.h            page geometry numbers, bits, slot-number reciprocal, saturating
+ *                          sizes, clocks (pure C)
  *   core/config.h          the tunables (struct mosaic_params), GC.config
  *   space/space.h          size classes, pages, the page table, the pool, allocation caches
  *   collect/collect.h      the cycle, marking, incremental marking, generations, sweeping,

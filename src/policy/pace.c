@@ -26,7 +26,7 @@
  *   does not grow; the next GC is major (:nofree). A minor GC that runs MOSAIC_OLD_AGE (3) or
  *   more GCs after the latest major does not grow either and asks for a major (the default
  *   GC's rule: by then the young garbage of that time has aged into old garbage), if
- *   allocation churns the class (churning(), below); a class it does not churn stays as it
+ *   allocation churns the class (mosaic_pm_churning); a class it does not churn stays as it
  *   is, neither growing nor asking for a major that would free nothing in it. Otherwise
  *   the class grows by its ask; a major GC always does (it has just measured the live data).
  *   Why per class and in marked slots: a whole-heap target in pages stopped a class whose

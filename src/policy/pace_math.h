@@ -3,7 +3,7 @@
  * names): no objspace, no Ruby header, no side effect but on the arguments they are given.
  * pace.c reads the figures, calls these and stores what they return; the formulas live here
  * so that the C unit tests (test/c/test_pace.c) run the very code the collector runs. What
- * each one is for, and why: the top of pace.c and docs/DESIGN.md section 6.
+ * each one is for, and why: the top of pace.c and docs/DESIGN.md, "Pacing".
  *
  * Owns: the growth step, the free-slot goals (a class's ask, the major's target, the shrink),
  * the free-slot floor, the soft limit's headroom and the heap target, the malloc and old

@@ -14,7 +14,7 @@
 /* -------------------------------------------------------- slot reciprocal */
 
 /* util.h's claim: for every slot size Mosaic can use (multiples of 8 from 40 to
- * MOSAIC_MAX_SLOT_SIZE: heap.c's size_table_valid_p) and every offset n in a page,
+ * MOSAIC_MAX_SLOT_SIZE: size_class.c's size_table_valid_p) and every offset n in a page,
  * (n * recip) >> 32 == n / size, computed as mosaic_bit_index does (a 32-bit reciprocal, a
  * 64-bit product). One check per size; a failure names the first offset that breaks. */
 static void
