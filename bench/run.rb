@@ -147,7 +147,8 @@ parser = OptionParser.new do |o|
   end
   o.on("--chart FILE.json", "only redraw the chart (SVG; PNG with rsvg-convert) of a results file, beside it") { |f| options[:chart] = f }
   o.on("--list", "list the benchmarks and exit") do
-    BENCHMARKS.each { |b| puts format("  %-20s %s", b.name, b.about) }
+    width = BENCHMARKS.map { |b| b.name.size }.max
+    BENCHMARKS.each { |b| puts format("  %-*s %s", width, b.name, b.about) }
     exit
   end
 end
