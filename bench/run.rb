@@ -2,10 +2,12 @@
 # bench/run.rb: the one command of Mosaic's benchmark suite (`make bench BENCH_ARGS="..."`).
 # It owns the list of benchmarks and the whole measuring loop: for every benchmark it runs the
 # workload script (bench/workloads/*.rb) under each GC library of the same Ruby binary, interleaved
-# (default, mosaic, default, mosaic, ...), N times; takes wall time around each child process and
-# the child's own peak RSS, GC count and GC time (bench/lib/probe.rb) and figures (i/s, latency...);
-# then prints a Markdown table, writes JSON + Markdown under bench/results/ (not tracked by git)
-# and draws the ratio chart (bench/lib/chart.rb: SVG, and PNG with rsvg-convert). It runs with
+# (default, mosaic, default, mosaic, ...), N times; takes wall and CPU time of each child process
+# (bench/lib/measure.rb: CPU is user + system of all its threads and of the children it waited
+# for) and the child's own peak RSS, GC count and GC time (bench/lib/probe.rb) and figures (i/s,
+# latency...); then prints a Markdown table, writes JSON + Markdown under bench/results/ (not
+# tracked by git) and draws the ratio chart (bench/lib/chart.rb: SVG, and PNG with rsvg-convert).
+# It runs with
 # any Ruby >= 3.0; the measured Ruby is found with scripts/toolchain.sh paths. A failing run is
 # reported with its stderr tail, never dropped.
 # A configuration is a GC library, optionally with "+jemalloc": the same GC with Debian's
@@ -30,6 +32,7 @@ require "tmpdir"
 require "fileutils"
 require "time"
 require_relative "lib/chart"
+require_relative "lib/measure"
 
 BENCH_DIR = __dir__
 ROOT = File.expand_path("..", BENCH_DIR)
@@ -272,7 +275,12 @@ end
 
 # gc is the configuration (e.g. "mosaic+jemalloc"); allocator is the one the probe saw. The memory
 # fields are the probe's figures at exit (see bench/lib/probe.rb); mallinfo2 is null off glibc.
-RunResult = Struct.new(:gc, :rep, :status, :exit_code, :signal, :wall_s, :peak_rss_kb, :gc_count,
+# cpu_s is user + system CPU time of the child, all its threads, and every descendant it waited
+# for (getrusage(RUSAGE_CHILDREN) around the wait), less the probe's own CPU time at exit;
+# cpu_user_s and cpu_sys_s are its two parts (the probe's share not taken off), cpu_self_s the
+# process's own CPU time (its threads, no children) when the probe started.
+RunResult = Struct.new(:gc, :rep, :status, :exit_code, :signal, :wall_s, :cpu_s, :cpu_user_s, :cpu_sys_s,
+                       :cpu_self_s, :probe_cpu_ms, :peak_rss_kb, :gc_count,
                        :gc_time_ms, :figures, :message, :stderr_tail, :allocator, :allocator_lib,
                        :rss_kb, :rss_anon_kb, :rss_file_kb, :mallinfo2, :heap_live_slots, :heap_free_slots,
                        :heap_allocated_pages, :mosaic_stats, :probe_ms, :probe_errors, :pauses, keyword_init: true) do
@@ -322,32 +330,22 @@ def run_once(ruby, bench, cfg, rep, quick, timeout, scratch)
   args << "--quick" if quick && !args.include?("--quick")
   cmd = [ruby, "-r", File.join(BENCH_DIR, "lib/probe.rb"), File.join(WORKLOADS, bench.script), *args]
 
-  started = Process.clock_gettime(Process::CLOCK_MONOTONIC)
-  pid = Process.spawn(env, *cmd, out: out_file, err: err_file, pgroup: true, chdir: scratch)
-  status = nil
-  timed_out = false
-  deadline = started + timeout
-  loop do
-    _, status = Process.wait2(pid, Process::WNOHANG)
-    break if status
-    if Process.clock_gettime(Process::CLOCK_MONOTONIC) > deadline
-      timed_out = true
-      kill_group(pid)
-      _, status = Process.wait2(pid)
-      break
-    end
-    sleep 0.02
-  end
-  wall = Process.clock_gettime(Process::CLOCK_MONOTONIC) - started
+  # Wall and CPU time of the child (lib/measure.rb): CPU is user + system of all its threads and
+  # of the processes it waited for.
+  m = Measure.run(env, cmd, timeout: timeout, out: out_file, err: err_file, chdir: scratch)
+  status = m.status
+  timed_out = m.timed_out
 
   stdout = File.read(out_file) rescue ""
   stderr = File.read(err_file) rescue ""
   result = RunResult.new(gc: cfg.name, rep: rep, exit_code: status.exitstatus, signal: status.termsig,
-                         wall_s: wall, figures: [], stderr_tail: nil)
+                         wall_s: m.wall_s, cpu_s: m.cpu_s.round(6), cpu_user_s: m.cpu_user_s.round(6),
+                         cpu_sys_s: m.cpu_sys_s.round(6), figures: [], stderr_tail: nil)
   if status.exitstatus == SKIP_STATUS
     result.status = "skipped"
     result.message = stdout[/^SKIP: (.*)$/, 1] || "skipped"
     result.wall_s = nil
+    result.cpu_s = nil
     return result
   end
   probe_data = (JSON.parse(File.read(probe)) rescue nil)
@@ -357,11 +355,14 @@ def run_once(ruby, bench, cfg, rep, quick, timeout, scratch)
     result.gc_count = probe_data["gc_count"]
     result.gc_time_ms = probe_data["gc_time_ms"]
     %w[allocator allocator_lib rss_kb rss_anon_kb rss_file_kb mallinfo2 heap_live_slots heap_free_slots
-       heap_allocated_pages mosaic_stats probe_ms probe_errors pauses].each { |k| result[k] = probe_data[k] }
-    # The probe's own time at exit is measuring, not the workload: left out of the wall time.
+       heap_allocated_pages mosaic_stats probe_ms probe_errors pauses cpu_self_s probe_cpu_ms].each { |k| result[k] = probe_data[k] }
+    # The probe's own time at exit is measuring, not the workload: left out of wall and CPU time.
     # (Its walks of glibc's bins, mallinfo2 and Mosaic's measured memory keys, took 25 and 45
     # ms of malloc-fragmented's ~0.55 s under default and mosaic: 100k free chunks.)
     result.wall_s -= probe_data["probe_ms"].to_f / 1000 if probe_data["probe_ms"].is_a?(Numeric)
+    if probe_data["probe_cpu_ms"].is_a?(Numeric)
+      result.cpu_s = (result.cpu_s - probe_data["probe_cpu_ms"].to_f / 1000).round(6)
+    end
   end
   problem =
     if timed_out then "timed out after #{timeout} s"
@@ -382,14 +383,6 @@ def run_once(ruby, bench, cfg, rep, quick, timeout, scratch)
     result.status = "ok"
   end
   result
-end
-
-def kill_group(pid)
-  Process.kill("TERM", -pid)
-  sleep 2
-  Process.kill("KILL", -pid)
-rescue Errno::ESRCH
-  nil
 end
 
 # ---------------------------------------------------------------------------------------------
@@ -418,6 +411,10 @@ def pair_ratio(base_runs, other_runs, field)
   end
   spread(pairs)&.merge("pairs" => pairs.size)
 end
+
+# The ratios of one comparison: wall time, CPU time, peak RSS.
+RATIO_FIELDS = %w[wall_s cpu_s peak_rss_kb].freeze
+def pair_ratios(base_runs, other_runs) = RATIO_FIELDS.to_h { |f| [f, pair_ratio(base_runs, other_runs, f)] }
 
 # Medians (min, max) of the probe's memory figures at exit over the successful runs; every numeric
 # mosaic_* GC.stat key that the runs report is kept, whatever its name.
@@ -458,21 +455,18 @@ def summarize(bench, runs_by_gc, baseline, jemalloc_baseline, jemalloc_others)
       "runs" => runs.size, "ok" => ok.size,
       "failed" => runs.count { |r| r.status == "failed" },
       "skipped" => runs.any? { |r| r.status == "skipped" } ? runs.find { |r| r.status == "skipped" }.message : nil,
-      "wall_s" => spread(ok.map(&:wall_s)), "peak_rss_kb" => spread(ok.map(&:peak_rss_kb)),
+      "wall_s" => spread(ok.map(&:wall_s)), "cpu_s" => spread(ok.map(&:cpu_s)), "peak_rss_kb" => spread(ok.map(&:peak_rss_kb)),
       "gc_count" => spread(ok.map(&:gc_count)), "gc_time_ms" => spread(ok.map(&:gc_time_ms)),
       "figures" => figures, "allocator" => ok.map(&:allocator).uniq.join(","), "memory" => memory_summary(ok),
       "pauses" => pause_summary(ok),
     }]
   end
   ratios = runs_by_gc.keys.reject { |g| g == baseline }.to_h do |gc|
-    [gc, { "wall_s" => pair_ratio(runs_by_gc[baseline], runs_by_gc[gc], :wall_s),
-           "peak_rss_kb" => pair_ratio(runs_by_gc[baseline], runs_by_gc[gc], :peak_rss_kb) }]
+    [gc, pair_ratios(runs_by_gc[baseline], runs_by_gc[gc])]
   end
   # other+jemalloc / baseline-GC+jemalloc: what a GC gains over the baseline GC when both run on jemalloc
   jemalloc_ratios = jemalloc_others.to_h do |gc|
-    [gc, { "vs" => jemalloc_baseline,
-           "wall_s" => pair_ratio(runs_by_gc[jemalloc_baseline], runs_by_gc[gc], :wall_s),
-           "peak_rss_kb" => pair_ratio(runs_by_gc[jemalloc_baseline], runs_by_gc[gc], :peak_rss_kb) }]
+    [gc, { "vs" => jemalloc_baseline }.merge(pair_ratios(runs_by_gc[jemalloc_baseline], runs_by_gc[gc]))]
   end
   { "name" => bench.name, "base_name" => bench.base_name, "ballast_mb" => bench.ballast_mb,
     "about" => bench.about, "timing" => bench.timing?, "per_gc" => per_gc, "ratios" => ratios,
@@ -501,7 +495,8 @@ def markdown(results, gcs, baseline, meta)
   jbase = meta["jemalloc_baseline"]
   jothers = jbase ? (meta["jemalloc_compared"] || []) : []
   out = +"## Mosaic benchmarks: #{gcs.join(" vs ")} (#{meta["mode"]}, #{meta["reps"]} reps, #{meta["git_commit"]})\n\n"
-  out << "Wall time is per process (boot included); peak RSS is VmHWM; GC count and time are GC.stat(:count/:time).\n"
+  out << "Wall time is per process (boot included); CPU time is its user + system time, all threads and the " \
+         "children it waited for; peak RSS is VmHWM; GC count and time are GC.stat(:count/:time).\n"
   out << "Values are medians over the successful runs; ratio = #{others.map { |o| "#{o}/#{baseline}" }.join(", ")}: " \
          "median of per-pair ratios (run j vs run j), with the min-max of those ratios. Below 1 is better for #{others.join("/")}.\n"
   if gcs.any? { |g| g.end_with?("+jemalloc") }
@@ -509,8 +504,9 @@ def markdown(results, gcs, baseline, meta)
            "(#{meta.dig("jemalloc", "package") || "libjemalloc2"}) preloaded with LD_PRELOAD; every run's allocator is checked.\n"
   end
   out << "\n"
-  head = ["benchmark", "GC", "runs ok", "wall median s", "wall min s", "wall max s", "peak RSS MB", "GC count", "GC time ms"]
-  others.each { |o| head += ["wall #{o}/#{baseline}", "RSS #{o}/#{baseline}"] }
+  head = ["benchmark", "GC", "runs ok", "wall median s", "wall min s", "wall max s", "CPU median s", "peak RSS MB",
+          "GC count", "GC time ms"]
+  others.each { |o| head += ["wall #{o}/#{baseline}", "CPU #{o}/#{baseline}", "RSS #{o}/#{baseline}"] }
   out << "| #{head.join(" | ")} |\n|#{head.map { "---" }.join("|")}|\n"
   results.each do |res|
     gcs.each do |gc|
@@ -520,12 +516,12 @@ def markdown(results, gcs, baseline, meta)
                else "#{s["ok"]}/#{s["runs"]}"
                end
       w = s["wall_s"] || {}
-      row = [res["name"], gc, status, fmt(w["median"]), fmt(w["min"]), fmt(w["max"]),
+      row = [res["name"], gc, status, fmt(w["median"]), fmt(w["min"]), fmt(w["max"]), fmt(s.dig("cpu_s", "median")),
              s["peak_rss_kb"] ? fmt(s["peak_rss_kb"]["median"] / 1024.0) : "-",
              fmt(s.dig("gc_count", "median")), fmt(s.dig("gc_time_ms", "median"))]
       others.each do |o|
         r = gc == o ? res["ratios"][o] : nil
-        row += r ? [ratio_cell(r["wall_s"]), ratio_cell(r["peak_rss_kb"])] : ["", ""]
+        row += r ? RATIO_FIELDS.map { |f| ratio_cell(r[f]) } : ["", "", ""]
       end
       out << "| #{row.join(" | ")} |\n"
     end
@@ -534,12 +530,12 @@ def markdown(results, gcs, baseline, meta)
   unless jothers.empty?
     out << "\n### Under jemalloc: #{jothers.map { |o| "#{o} / #{jbase}" }.join(", ")}\n\n"
     out << "Both sides run on jemalloc; same pairing (run j vs run j) and spread as above. Below 1 is better for #{jothers.join("/")}.\n\n"
-    jhead = ["benchmark", *jothers.flat_map { |o| ["wall #{o}/#{jbase}", "RSS #{o}/#{jbase}"] }]
+    jhead = ["benchmark", *jothers.flat_map { |o| ["wall #{o}/#{jbase}", "CPU #{o}/#{jbase}", "RSS #{o}/#{jbase}"] }]
     out << "| #{jhead.join(" | ")} |\n|#{jhead.map { "---" }.join("|")}|\n"
     results.each do |res|
       cells = jothers.flat_map do |o|
         r = res.dig("jemalloc_ratios", o) || {}
-        [ratio_cell(r["wall_s"]), ratio_cell(r["peak_rss_kb"])]
+        RATIO_FIELDS.map { |f| ratio_cell(r[f]) }
       end
       out << "| #{[res["name"], *cells].join(" | ")} |\n"
     end
@@ -728,6 +724,8 @@ meta = {
   "ruby" => ruby, "ruby_version" => ruby_versions, "gc_dir" => TOOL["MOSAIC_GC_DIR"],
   "machine" => machine_info, "command" => "bench/run.rb #{options.inspect}", "ballast_mb" => options[:ballast],
   "ratio_spread" => "median of per-pair ratios (run j of a GC vs run j of the baseline), with min and max",
+  "cpu_time" => "user + system time of the child, all threads, and of the processes it waited for " \
+                "(getrusage RUSAGE_CHILDREN around the wait), less the probe's CPU at exit",
   "configs" => configs.transform_values { |c| { "gc" => c.gc, "allocator" => c.allocator, "ld_preload" => config_env(c)["LD_PRELOAD"], "env" => c.env } },
   "jemalloc_baseline" => jemalloc_baseline, "jemalloc_compared" => jemalloc_others,
   "pause_timer" => PAUSES_EXT ? "bench/lib/pauses.c (GC_ENTER/GC_EXIT hooks)" : nil,

@@ -7,11 +7,12 @@
 #     --chart docs/performance-chart.svg
 #
 # One row per timed benchmark (figure-only ones, objects-cachegrind and pauses-*, are left out):
-# the ratios CONFIG / baseline of wall time and of peak RSS (median of the per-pair ratios, with
-# their min-max), then both configurations' medians of wall time, peak RSS, GC count and GC wall
-# time (bench/lib/pauses.c: the sum of the stays in the collector, the same clock under every GC);
-# then the geometric means of the two ratios over every row, and, with --geomean-without, over the
-# rows less those benchmarks. Runs with any Ruby >= 3.0.
+# the ratios CONFIG / baseline of wall time, CPU time and peak RSS (median of the per-pair ratios,
+# with their min-max), then both configurations' medians of wall time, CPU time, peak RSS, GC
+# count and GC wall time (bench/lib/pauses.c: the sum of the stays in the collector, the same
+# clock under every GC); then the geometric means of the ratios over every row, and, with
+# --geomean-without, over the rows less those benchmarks. A results file from before CPU time was
+# measured has no CPU columns. Runs with any Ruby >= 3.0.
 require "json"
 require "optparse"
 require_relative "lib/chart"
@@ -64,13 +65,21 @@ def geomean(values) = Math.exp(values.sum { |v| Math.log(v) } / values.size)
 puts "Commit #{saved["git_commit"]}, #{saved["date"]}, #{saved["mode"]} inputs, #{saved["reps"]} repetitions per " \
      "configuration, #{saved.dig("machine", "nproc")} CPUs (#{saved.dig("machine", "cpu_model")}), load average at start " \
      "#{saved.dig("machine", "load_average_at_start")}. Ratio = #{vs} / #{base}, below 1 is better for #{vs}.\n\n"
-head = ["benchmark", "wall #{vs}/#{base}", "peak RSS #{vs}/#{base}", "wall s #{base} / #{vs}",
-        "peak RSS MB #{base} / #{vs}", "GC count #{base} / #{vs}", "GC wall ms #{base} / #{vs}"]
+# CPU time only when the file has it (older results files do not)
+FIELDS = (rows.any? { |r| r.dig("ratios", vs, "cpu_s") } ? %w[wall_s cpu_s peak_rss_kb] : %w[wall_s peak_rss_kb]).freeze
+cpu = FIELDS.include?("cpu_s")
+def ratios(res, vs) = FIELDS.to_h { |f| [f, res.dig("ratios", vs, f)] }
+
+label = { "wall_s" => "wall", "cpu_s" => "CPU", "peak_rss_kb" => "peak RSS" }
+head = ["benchmark", *FIELDS.map { |f| "#{label[f]} #{vs}/#{base}" }, "wall s #{base} / #{vs}",
+        *(cpu ? ["CPU s #{base} / #{vs}"] : []), "peak RSS MB #{base} / #{vs}", "GC count #{base} / #{vs}",
+        "GC wall ms #{base} / #{vs}"]
 puts "| #{head.join(" | ")} |", "|#{(["---"] + ["---:"] * (head.size - 1)).join("|")}|"
 rows.each do |res|
-  rt = res["ratios"][vs]
-  puts "| #{[res["name"], ratio(rt["wall_s"]), ratio(rt["peak_rss_kb"]),
+  rt = ratios(res, vs)
+  puts "| #{[res["name"], *FIELDS.map { |f| ratio(rt[f]) },
              pair(res, base, vs) { |s| s.dig("wall_s", "median") },
+             *(cpu ? [pair(res, base, vs) { |s| s.dig("cpu_s", "median") }] : []),
              pair(res, base, vs) { |s| (kb = s.dig("peak_rss_kb", "median")) && kb / 1024.0 },
              pair(res, base, vs) { |s| s.dig("gc_count", "median") },
              pair(res, base, vs) { |s| s.dig("pauses", "gc_wall_ms", "median") }].join(" | ")} |"
@@ -80,10 +89,12 @@ if options[:without]
   rest = rows.reject { |r| options[:without].include?(r["name"]) }
   sets << ["#{rest.size}: without #{options[:without].join(", ")}", rest]
 end
-sets.each do |label, set|
-  wall = set.map { |r| r.dig("ratios", vs, "wall_s", "median") }.compact
-  rss = set.map { |r| r.dig("ratios", vs, "peak_rss_kb", "median") }.compact
-  puts "| **geometric mean** (#{label}) | **#{format("%.2f", geomean(wall))}** | **#{format("%.2f", geomean(rss))}** | | | | |"
+sets.each do |name, set|
+  means = FIELDS.map do |f|
+    values = set.map { |r| r.dig("ratios", vs, f, "median") }.compact
+    values.empty? ? "-" : format("**%.2f**", geomean(values))
+  end
+  puts "| **geometric mean** (#{name}) | #{means.join(" | ")} |#{" |" * (head.size - 1 - FIELDS.size)}"
 end
 
 if (out = options[:chart])

@@ -1,5 +1,6 @@
 # Loaded with -r into every measured Ruby process by bench/run.rb: at exit it writes what the
-# process measured about itself as JSON to $MOSAIC_BENCH_PROBE. Wall time is taken by the parent.
+# process measured about itself as JSON to $MOSAIC_BENCH_PROBE. Wall and CPU time are taken by the
+# parent.
 # With --ballast it also allocates the run's ballast before the workload (end of this file).
 #
 #   gc                          GC.config[:implementation]: the GC library in use
@@ -18,7 +19,9 @@
 #                               it): every stay in the GC timed from the GC_ENTER/GC_EXIT hooks, the
 #                               same way under every GC: minor/major pause count, p50, p99, max, sum
 #                               (ms), GC wall and GC CPU time (ms). Loaded here, before the workload.
-#   probe_ms                    time spent here; probe_errors: what failed here, if anything
+#   cpu_self_s                  CPU time (user + system) of this process, all its threads but no
+#                               children, when the probe starts (CLOCK_PROCESS_CPUTIME_ID)
+#   probe_ms, probe_cpu_ms      wall and process CPU time spent here; probe_errors: what failed here
 #
 # Order matters: RSS and GC.stat are read first, before Fiddle is loaded, so the probe's own work
 # cannot raise the peak. The probe is cheap (1-4 ms) and never changes the process's exit
@@ -115,9 +118,12 @@ if ENV["MOSAIC_BENCH_PROBE"]
       errors << "mallinfo2: #{e.class}: #{e.message}"
     end
 
+    def cpu_now = Process.clock_gettime(Process::CLOCK_PROCESS_CPUTIME_ID)
+
     def collect
       t0 = now
-      r = {}
+      cpu0 = cpu_now
+      r = { "cpu_self_s" => cpu0.round(6) }
       errors = []
       begin
         status = File.read("/proc/self/status")
@@ -161,6 +167,7 @@ if ENV["MOSAIC_BENCH_PROBE"]
       mallinfo2(r, errors)
       r["probe_errors"] = errors unless errors.empty?
       r["probe_ms"] = ((now - t0) * 1000).round(2)
+      r["probe_cpu_ms"] = ((cpu_now - cpu0) * 1000).round(2)
       r
     end
 
