@@ -5,9 +5,10 @@
 # (default, mosaic, default, mosaic, ...), N times; takes wall and CPU time of each child process
 # (bench/lib/measure.rb: CPU is user + system of all its threads and of the children it waited
 # for) and the child's own peak RSS, GC count and GC time (bench/lib/probe.rb) and figures (i/s,
-# latency...); then prints a Markdown table, writes JSON + Markdown under bench/results/ (not
-# tracked by git) and draws the ratio chart (bench/lib/chart.rb: SVG, and PNG with rsvg-convert).
-# It runs with
+# latency...); pairs run j of each configuration with run j of the baseline and tells, per ratio,
+# whether the difference is real or within noise (bench/lib/noise.rb); then prints a Markdown
+# table, writes JSON + Markdown under bench/results/ (not tracked by git) and draws the ratio
+# chart (bench/lib/chart.rb: SVG, and PNG with rsvg-convert). It runs with
 # any Ruby >= 3.0; the measured Ruby is found with scripts/toolchain.sh paths. A failing run is
 # reported with its stderr tail, never dropped.
 # A configuration is a GC library, optionally with "+jemalloc": the same GC with Debian's
@@ -32,6 +33,7 @@ require "tmpdir"
 require "fileutils"
 require "time"
 require_relative "lib/chart"
+require_relative "lib/noise"
 require_relative "lib/measure"
 
 BENCH_DIR = __dir__
@@ -400,16 +402,10 @@ def spread(values)
 end
 
 # Ratio other/baseline from runs paired by repetition (run j of other vs run j of baseline):
-# the median of the per-pair ratios, and their min and max.
+# the median of the per-pair ratios, their min and max, and the noise figures of lib/noise.rb
+# (the ratios, their quartiles, the interval of the median and its verdict).
 def pair_ratio(base_runs, other_runs, field)
-  pairs = base_runs.filter_map do |b|
-    o = other_runs.find { |r| r.rep == b.rep }
-    next unless o&.ok? && b.ok?
-    bv = b.public_send(field)
-    ov = o.public_send(field)
-    ov.to_f / bv if bv && ov && bv.to_f.positive?
-  end
-  spread(pairs)&.merge("pairs" => pairs.size)
+  Noise.ratio(Noise.pair_ratios(base_runs, other_runs, field))
 end
 
 # The ratios of one comparison: wall time, CPU time, peak RSS.
@@ -483,9 +479,10 @@ def fmt(v, digits = 3)
   format("%.#{digits}g", v)
 end
 
+# median (min-max) of the per-pair ratios, flagged *noise* or *?* by lib/noise.rb's verdict
 def ratio_cell(r)
   return "-" unless r && r["median"]
-  format("%.2f (%.2f-%.2f)", r["median"], r["min"], r["max"])
+  format("%.2f (%.2f-%.2f)", r["median"], r["min"], r["max"]) + Noise.flag(r)
 end
 
 def mb(v) = v.nil? ? "-" : fmt(v / 1048576.0)
@@ -498,7 +495,9 @@ def markdown(results, gcs, baseline, meta)
   out << "Wall time is per process (boot included); CPU time is its user + system time, all threads and the " \
          "children it waited for; peak RSS is VmHWM; GC count and time are GC.stat(:count/:time).\n"
   out << "Values are medians over the successful runs; ratio = #{others.map { |o| "#{o}/#{baseline}" }.join(", ")}: " \
-         "median of per-pair ratios (run j vs run j), with the min-max of those ratios. Below 1 is better for #{others.join("/")}.\n"
+         "median of per-pair ratios (run j vs run j), with the min-max of those ratios. Below 1 is better for #{others.join("/")}. " \
+         "*noise*: the ratio's #{(Noise::LEVEL * 100).round}% interval contains 1.0, not a difference; " \
+         "*?*: every pair agrees but there are fewer than #{Noise::MIN_PAIRS} pairs, too few to tell (see \"Noise\" below).\n"
   if gcs.any? { |g| g.end_with?("+jemalloc") }
     out << "A `+jemalloc` configuration is the same GC with #{meta.dig("jemalloc", "path") || "libjemalloc.so.2"} " \
            "(#{meta.dig("jemalloc", "package") || "libjemalloc2"}) preloaded with LD_PRELOAD; every run's allocator is checked.\n"
@@ -529,7 +528,7 @@ def markdown(results, gcs, baseline, meta)
 
   unless jothers.empty?
     out << "\n### Under jemalloc: #{jothers.map { |o| "#{o} / #{jbase}" }.join(", ")}\n\n"
-    out << "Both sides run on jemalloc; same pairing (run j vs run j) and spread as above. Below 1 is better for #{jothers.join("/")}.\n\n"
+    out << "Both sides run on jemalloc; same pairing (run j vs run j), spread and flags as above. Below 1 is better for #{jothers.join("/")}.\n\n"
     jhead = ["benchmark", *jothers.flat_map { |o| ["wall #{o}/#{jbase}", "CPU #{o}/#{jbase}", "RSS #{o}/#{jbase}"] }]
     out << "| #{jhead.join(" | ")} |\n|#{jhead.map { "---" }.join("|")}|\n"
     results.each do |res|
@@ -540,6 +539,8 @@ def markdown(results, gcs, baseline, meta)
       out << "| #{[res["name"], *cells].join(" | ")} |\n"
     end
   end
+
+  out << noise_markdown(results, others.map { |o| [o, baseline, "ratios"] } + jothers.map { |o| [o, jbase, "jemalloc_ratios"] })
 
   out << "\n### The benchmarks' own figures\n\n"
   fhead = ["benchmark", "figure", "unit", *gcs.map { |g| "#{g} median (min-max)" }, *others.map { |o| "#{o}/#{baseline}" },
@@ -582,6 +583,48 @@ def markdown(results, gcs, baseline, meta)
       out << "```\n#{r["stderr_tail"].to_s.rstrip}\n```\n\n"
     end
   end
+  out
+end
+
+# The "Noise" section: per timed benchmark and comparison (other, base, key of its ratios in a
+# result), each ratio's interval and verdict (lib/noise.rb), and a count of the verdicts.
+def noise_markdown(results, comparisons)
+  rows = results.select { |r| r["timing"] }
+  return "" if rows.empty? || comparisons.empty?
+  level = (Noise::LEVEL * 100).round
+  out = +"\n### Noise: which differences are real\n\n"
+  out << "Per ratio: the median of the per-pair ratios and, in brackets, the distribution-free #{level}% confidence " \
+         "interval of that median (order statistics of the pairs: the sign test's interval; with fewer than " \
+         "#{Noise::MIN_PAIRS} pairs no interval reaches #{level}% and it is min-max, at the confidence shown). " \
+         "**real**: the interval excludes 1.0 at #{level}% or more; noise: it contains 1.0, the run does not tell the " \
+         "two apart; too few: every pair agrees, but with too few pairs for #{level}% (run more with --reps). " \
+         "Real means not run-to-run noise: peak RSS, repeatable run to run, can still move with where the " \
+         "collections fall (--ballast).\n\n"
+  head = ["benchmark", "ratio", "pairs (confidence)", "wall", "CPU", "peak RSS"]
+  out << "| #{head.join(" | ")} |\n|#{head.map { "---" }.join("|")}|\n"
+  counts = Hash.new { |h, k| h[k] = Hash.new(0) }
+  rows.each do |res|
+    comparisons.each do |other, base, key|
+      rs = res.dig(key, other) or next
+      next unless RATIO_FIELDS.any? { |f| rs[f] }
+      w = rs["wall_s"] || {}
+      pairs = w["pairs"] ? "#{w["pairs"]} (#{(w["confidence"].to_f * 100).round}%)" : "-"
+      cells = RATIO_FIELDS.map do |f|
+        r = rs[f]
+        next "-" unless r && r["median"]
+        counts[f][r["verdict"]] += 1
+        word = { "real" => "**real**", "noise" => "noise", "few" => "too few" }[r["verdict"]]
+        extra = r["pairs"] == w["pairs"] ? "" : ", #{r["pairs"]} pairs"
+        format("%.2f [%.2f-%.2f] %s%s", r["median"], r["lo"], r["hi"], word, extra)
+      end
+      out << "| #{[res["name"], "#{other}/#{base}", pairs, *cells].join(" | ")} |\n"
+    end
+  end
+  tally = { "wall_s" => "wall", "cpu_s" => "CPU", "peak_rss_kb" => "peak RSS" }.filter_map do |f, label|
+    c = counts[f]
+    "#{label}: #{c["real"]} real, #{c["noise"]} within noise, #{c["few"]} too few pairs" unless c.empty?
+  end
+  out << "\n#{tally.join("; ")}.\n" unless tally.empty?
   out
 end
 
@@ -724,6 +767,9 @@ meta = {
   "ruby" => ruby, "ruby_version" => ruby_versions, "gc_dir" => TOOL["MOSAIC_GC_DIR"],
   "machine" => machine_info, "command" => "bench/run.rb #{options.inspect}", "ballast_mb" => options[:ballast],
   "ratio_spread" => "median of per-pair ratios (run j of a GC vs run j of the baseline), with min and max",
+  "noise_rule" => "lo-hi: distribution-free (order-statistic, sign-test) confidence interval of the median pair ratio " \
+                  "at #{Noise::LEVEL} or more (min-max below #{Noise::MIN_PAIRS} pairs, at its lower confidence); " \
+                  "verdict noise if it contains 1.0, real if not at that confidence, few if not but below it",
   "cpu_time" => "user + system time of the child, all threads, and of the processes it waited for " \
                 "(getrusage RUSAGE_CHILDREN around the wait), less the probe's CPU at exit",
   "configs" => configs.transform_values { |c| { "gc" => c.gc, "allocator" => c.allocator, "ld_preload" => config_env(c)["LD_PRELOAD"], "env" => c.env } },

@@ -8,14 +8,17 @@
 #
 # One row per timed benchmark (figure-only ones, objects-cachegrind and pauses-*, are left out):
 # the ratios CONFIG / baseline of wall time, CPU time and peak RSS (median of the per-pair ratios,
-# with their min-max), then both configurations' medians of wall time, CPU time, peak RSS, GC
-# count and GC wall time (bench/lib/pauses.c: the sum of the stays in the collector, the same
-# clock under every GC); then the geometric means of the ratios over every row, and, with
+# with their min-max, flagged *noise* when the interval of the median holds 1.0 and *?* when too
+# few pairs agree: bench/lib/noise.rb; for results files written before those existed, computed
+# from their runs), then both configurations' medians of wall time, CPU time, peak RSS, GC count
+# and GC wall time (bench/lib/pauses.c: the sum of the stays in the collector, the same clock
+# under every GC); then the geometric means of the ratios over every row, and, with
 # --geomean-without, over the rows less those benchmarks. A results file from before CPU time was
 # measured has no CPU columns. Runs with any Ruby >= 3.0.
 require "json"
 require "optparse"
 require_relative "lib/chart"
+require_relative "lib/noise"
 
 options = { vs: nil, chart: nil, without: nil }
 parser = OptionParser.new do |o|
@@ -54,7 +57,7 @@ def num(v, digits = 3)
   format("%#.#{digits}g", v)
 end
 
-def ratio(r) = r && r["median"] ? format("%.2f (%.2f-%.2f)", r["median"], r["min"], r["max"]) : "-"
+def ratio(r) = r && r["median"] ? format("%.2f (%.2f-%.2f)", r["median"], r["min"], r["max"]) + Noise.flag(r) : "-"
 
 def pair(res, a, b, &fig)
   "#{num(fig.call(res["per_gc"][a]))} / #{num(fig.call(res["per_gc"][b]))}"
@@ -68,7 +71,8 @@ puts "Commit #{saved["git_commit"]}, #{saved["date"]}, #{saved["mode"]} inputs, 
 # CPU time only when the file has it (older results files do not)
 FIELDS = (rows.any? { |r| r.dig("ratios", vs, "cpu_s") } ? %w[wall_s cpu_s peak_rss_kb] : %w[wall_s peak_rss_kb]).freeze
 cpu = FIELDS.include?("cpu_s")
-def ratios(res, vs) = FIELDS.to_h { |f| [f, res.dig("ratios", vs, f)] }
+# the ratios of a row, each with its interval and verdict (computed from the runs for older files)
+def ratios(res, base, vs) = FIELDS.to_h { |f| [f, Noise.complete(res.dig("ratios", vs, f), res["runs"] || [], base, vs, f)] }
 
 label = { "wall_s" => "wall", "cpu_s" => "CPU", "peak_rss_kb" => "peak RSS" }
 head = ["benchmark", *FIELDS.map { |f| "#{label[f]} #{vs}/#{base}" }, "wall s #{base} / #{vs}",
@@ -76,7 +80,7 @@ head = ["benchmark", *FIELDS.map { |f| "#{label[f]} #{vs}/#{base}" }, "wall s #{
         "GC wall ms #{base} / #{vs}"]
 puts "| #{head.join(" | ")} |", "|#{(["---"] + ["---:"] * (head.size - 1)).join("|")}|"
 rows.each do |res|
-  rt = ratios(res, vs)
+  rt = ratios(res, base, vs)
   puts "| #{[res["name"], *FIELDS.map { |f| ratio(rt[f]) },
              pair(res, base, vs) { |s| s.dig("wall_s", "median") },
              *(cpu ? [pair(res, base, vs) { |s| s.dig("cpu_s", "median") }] : []),
@@ -95,6 +99,16 @@ sets.each do |name, set|
     values.empty? ? "-" : format("**%.2f**", geomean(values))
   end
   puts "| **geometric mean** (#{name}) | #{means.join(" | ")} |#{" |" * (head.size - 1 - FIELDS.size)}"
+end
+verdicts = rows.flat_map { |res| ratios(res, base, vs).map { |f, r| [f, r && r["verdict"]] } }.select(&:last)
+unless verdicts.empty?
+  level = (Noise::LEVEL * 100).round
+  counts = FIELDS.filter_map do |f|
+    v = verdicts.select { |g, _| g == f }.map(&:last)
+    "#{label[f]} #{v.count("real")} real, #{v.count("noise")} within noise, #{v.count("few")} too few pairs" unless v.empty?
+  end
+  puts "", "*noise*: the #{level}% interval of the median pair ratio (order statistics, bench/lib/noise.rb) contains 1.0; " \
+           "*?*: every pair agrees but fewer than #{Noise::MIN_PAIRS} pairs, too few for #{level}%. #{counts.join("; ")}."
 end
 
 if (out = options[:chart])
