@@ -505,7 +505,11 @@ class TestMosaicIncremental < Test::Unit::TestCase
     omit "the stress gate's forced collections end the mark this test holds open" if ENV["MOSAIC_STRESS_MINOR"]
     assert_gc_script(PRELUDE + <<~'RUBY', env: ON, timeout: 300)
       def rss_kb = File.read("/proc/self/status")[/VmRSS:\s+(\d+)/, 1].to_i
-      big = Array.new(2_000) { |i| i }
+      # A global: its value is a root, marked by the start pause, so every write below finds
+      # the array marked. (A local is reached through the thread, which the first step
+      # traces; with no step before the loop, it was marked only when a conservative stack
+      # word happened to hold it, and then nothing was queued at all.)
+      $bulk_target = big = Array.new(2_000) { |i| i }
       small = Array.new(20) { |i| i }
       retraced0 = GC.stat(:mosaic_incremental_retraced_objects)
       n = 1_000_000; i = 0
@@ -578,8 +582,9 @@ class TestMosaicIncremental < Test::Unit::TestCase
       4.times { GC.start }
 
       def phase(n, old, bigs, small, h, h2, wm, fin, keep)
-        # Locals: on the VM stack, so marked by the start pause, and every bulk write to one
-        # finds it marked (elements of `bigs` would mostly still be white).
+        # Locals: on the VM stack, traced with the thread by the first step, so from then on
+        # every bulk write to one finds it marked (elements of `bigs` would mostly still be
+        # white).
         b0, b1, b2, b3 = bigs
         st0 = GC.stat
         n.times do |i|
