@@ -31,7 +31,8 @@ INCLUDES := -Isrc -I$(MOSAIC_RUBY_SRC) -I$(MOSAIC_RUBY_SRC)/include -I$(MOSAIC_R
 
 CC ?= cc
 WARN := -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers -Wno-sign-compare -Werror=implicit-function-declaration
-CFLAGS_BASE := -std=gnu11 -fPIC -DBUILDING_MODULAR_GC -fvisibility=default $(WARN)
+# Hidden by default: the library exports what src/core/gc_abi.h marks, the rb_gc_impl_* functions.
+CFLAGS_BASE := -std=gnu11 -fPIC -DBUILDING_MODULAR_GC -fvisibility=hidden $(WARN)
 
 ifeq ($(ASAN)$(TSAN),11)
   $(error ASAN=1 and TSAN=1 do not combine: the two runtimes cannot share a process)
