@@ -42,11 +42,13 @@ rbconfig = $(shell '$(RUBY)' -rrbconfig -e 'print RbConfig::CONFIG["$(1)"]')
 RUBY_HDRDIR     = $(eval RUBY_HDRDIR := $(call rbconfig,rubyhdrdir))$(RUBY_HDRDIR)
 RUBY_ARCHHDRDIR = $(eval RUBY_ARCHHDRDIR := $(call rbconfig,rubyarchhdrdir))$(RUBY_ARCHHDRDIR)
 RUBY_GC_DIR     = $(eval RUBY_GC_DIR := $(patsubst %/,%,$(call rbconfig,modular_gc_dir)))$(RUBY_GC_DIR)
+RUBY_VERSION_OF = $(eval RUBY_VERSION_OF := $(shell '$(RUBY)' -e 'print RUBY_VERSION'))$(RUBY_VERSION_OF)
 # Where make install puts the library: that Ruby's modular GC directory, or GC_DIR=/path.
 GC_DIR ?= $(RUBY_GC_DIR)
 
 # Headers: Mosaic's own, then the Ruby's installed ones (the architecture's config.h first).
-INCLUDES = -Isrc -I$(RUBY_ARCHHDRDIR) -I$(RUBY_HDRDIR)
+# The version of that Ruby is compiled in for the load-time check's message (src/core/load_check.c).
+INCLUDES = -Isrc -I$(RUBY_ARCHHDRDIR) -I$(RUBY_HDRDIR) -DMOSAIC_BUILT_RUBY_VERSION=\"$(RUBY_VERSION_OF)\"
 
 CC ?= cc
 WARN := -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers -Wno-sign-compare -Werror=implicit-function-declaration
@@ -92,7 +94,7 @@ SRCS := $(wildcard src/*.c src/*/*.c)
 # variant says -O3). The library's code is resident in every process (the
 # kernel maps a file's pages around each one touched), so its size is memory: docs/DESIGN.md,
 # "Code size".
-COLD := collect enter incremental trigger config memory pace verify walk size_histogram
+COLD := collect enter incremental trigger config memory pace verify walk size_histogram load_check
 obj_opt = $(if $(filter $(COLD),$(notdir $(1))),$(patsubst -O3,-Os,$(OPT)),$(OPT))
 OBJS := $(patsubst src/%.c,$(BUILD)/%.o,$(SRCS))
 LIB := $(BUILD)/librubygc.mosaic.so
