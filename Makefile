@@ -15,7 +15,8 @@
 #   make HISTOGRAM=1 lib   the size-histogram variant (src/introspect/size_histogram.c) in build/histogram/;
 #                     make install-histogram installs it as librubygc.mosaic_hist.so only
 #   make env          print MOSAIC_RUBY=..., MOSAIC_RUBY_SRC=..., MOSAIC_GC_DIR=...
-#   make test-c       the C unit tests of the collector's pure parts (test/c/), no Ruby process
+#   make test-c       the C unit tests of the collector's pure parts (test/c/), and the drift test
+#                     of src/core/gc_abi.h against CRuby's gc/gc.h and gc/gc_impl.h
 
 SHELL := /bin/bash
 TOOLCHAIN := scripts/toolchain.sh
@@ -210,6 +211,8 @@ test-gate: install install-check install-asan install-tsan install-histogram
 # policy/pace_math.h) unless it links library sources, listed in TEST_C_LINK_<name>: those
 # are compiled with the library's flags and include paths (the Ruby's installed headers) and
 # linked alone; the test defines any Ruby function they call.
+# Beside them, test/c/abi_check.sh, the drift test: Mosaic's src/core/gc_abi.h against CRuby
+# 3.4.5's gc/gc.h and gc/gc_impl.h in the toolchain's source tree, and the library's exports.
 TEST_C_DIR := build/test-c
 TEST_C_BINS := $(patsubst test/c/%.c,$(TEST_C_DIR)/%,$(wildcard test/c/test_*.c))
 TEST_C_SAN := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
@@ -217,8 +220,10 @@ TEST_C_CFLAGS := -std=gnu11 $(WARN) -Werror -O1 -g $(TEST_C_SAN)
 TEST_C_LINK_test_weak_index := collect/weak_index
 
 .PHONY: test-c
-test-c: $(TEST_C_BINS)
-	@scripts/test-c.sh $(TEST_C_BINS)
+test-c: $(TEST_C_BINS) $(LIB)
+	@MOSAIC_RUBY='$(MOSAIC_RUBY)' MOSAIC_RUBY_SRC='$(MOSAIC_RUBY_SRC)' ABI_CC='$(CC)' \
+		ABI_CFLAGS='-std=gnu11 $(WARN) -Werror' ABI_LIB='$(LIB)' \
+		scripts/test-c.sh $(TEST_C_BINS) test/c/abi_check.sh
 
 .SECONDEXPANSION:
 $(TEST_C_DIR)/test_%: test/c/test_%.c $$(addprefix $(TEST_C_DIR)/,$$(addsuffix .o,$$(TEST_C_LINK_test_$$*))) Makefile
