@@ -4,7 +4,9 @@
 #   make demo         build everything, run a workload under default and mosaic, print a summary
 #   make test         the project's test command (see README); make test-unit: the suite alone;
 #                     make test-gate GATE=name: one gate alone
-#   make install      install into the toolchain's modular GC dir, or GC_DIR=/path of your Ruby
+#   make install      build for this project's Ruby and install into its modular GC dir;
+#                     make install RUBY=/path/to/bin/ruby: for that Ruby (3.4, --with-modular-gc),
+#                     from its installed headers alone, into its modular GC dir (or GC_DIR=/path)
 #   make CHECK=1      the checking variant: assertions, heap verification after every GC
 #   make ASAN=1       the checking variant plus -fsanitize=address,undefined (see docs/BUILDING.md);
 #                     make install-asan installs it as librubygc.mosaic_asan.so only
@@ -13,7 +15,8 @@
 #   make HISTOGRAM=1 lib   the size-histogram variant (src/introspect/size_histogram.c) in build/histogram/;
 #                     make install-histogram installs it as librubygc.mosaic_hist.so only
 #   make env          print MOSAIC_RUBY=..., MOSAIC_RUBY_SRC=..., MOSAIC_GC_DIR=...
-#   make test-c       the C unit tests of the collector's pure parts (test/c/), no Ruby process
+#   make test-c       the C unit tests of the collector's pure parts (test/c/), and the drift test
+#                     of src/core/gc_abi.h against CRuby's gc/gc.h and gc/gc_impl.h
 
 SHELL := /bin/bash
 TOOLCHAIN := scripts/toolchain.sh
@@ -23,15 +26,35 @@ TOOLCHAIN_ENV := $(shell $(TOOLCHAIN) paths)
 MOSAIC_RUBY       ?= $(shell echo '$(TOOLCHAIN_ENV)' | tr ' ' '\n' | sed -n 's/^MOSAIC_RUBY=//p')
 MOSAIC_RUBY_SRC   ?= $(shell echo '$(TOOLCHAIN_ENV)' | tr ' ' '\n' | sed -n 's/^MOSAIC_RUBY_SRC=//p')
 MOSAIC_GC_DIR     ?= $(shell echo '$(TOOLCHAIN_ENV)' | tr ' ' '\n' | sed -n 's/^MOSAIC_GC_DIR=//p')
-GC_DIR ?= $(MOSAIC_GC_DIR)
 
-# Headers: the Ruby source tree (gc/gc.h, gc/gc_impl.h, ruby/*.h) and its generated config.
-RUBY_ARCH ?= x86_64-linux
-INCLUDES := -Isrc -I$(MOSAIC_RUBY_SRC) -I$(MOSAIC_RUBY_SRC)/include -I$(MOSAIC_RUBY_SRC)/.ext/include/$(RUBY_ARCH)
+# The Ruby the library is built for: RUBY=/path/to/bin/ruby on the command line, else this
+# project's own (the toolchain's, built when missing). A RUBY in the environment is not taken:
+# too many shells set one for other purposes. The build needs only that Ruby's installed files:
+# its headers (rubyhdrdir, rubyarchhdrdir) and, for make install, its modular GC directory;
+# the Modular GC interface itself is declared by src/core/gc_abi.h. scripts/ruby-check.sh
+# (target ruby-check, before anything compiles) refuses a Ruby that is not 3.4 or was not
+# configured --with-modular-gc, in one line.
+ifneq ($(origin RUBY),command line)
+  RUBY := $(MOSAIC_RUBY)
+endif
+# RbConfig::CONFIG[$(1)] of that Ruby. The variables below ask once, when a recipe first needs
+# them (so after ruby-check, and after the toolchain is built), and keep the answer.
+rbconfig = $(shell '$(RUBY)' -rrbconfig -e 'print RbConfig::CONFIG["$(1)"]')
+RUBY_HDRDIR     = $(eval RUBY_HDRDIR := $(call rbconfig,rubyhdrdir))$(RUBY_HDRDIR)
+RUBY_ARCHHDRDIR = $(eval RUBY_ARCHHDRDIR := $(call rbconfig,rubyarchhdrdir))$(RUBY_ARCHHDRDIR)
+RUBY_GC_DIR     = $(eval RUBY_GC_DIR := $(patsubst %/,%,$(call rbconfig,modular_gc_dir)))$(RUBY_GC_DIR)
+RUBY_VERSION_OF = $(eval RUBY_VERSION_OF := $(shell '$(RUBY)' -e 'print RUBY_VERSION'))$(RUBY_VERSION_OF)
+# Where make install puts the library: that Ruby's modular GC directory, or GC_DIR=/path.
+GC_DIR ?= $(RUBY_GC_DIR)
+
+# Headers: Mosaic's own, then the Ruby's installed ones (the architecture's config.h first).
+# The version of that Ruby is compiled in for the load-time check's message (src/core/load_check.c).
+INCLUDES = -Isrc -I$(RUBY_ARCHHDRDIR) -I$(RUBY_HDRDIR) -DMOSAIC_BUILT_RUBY_VERSION=\"$(RUBY_VERSION_OF)\"
 
 CC ?= cc
 WARN := -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers -Wno-sign-compare -Werror=implicit-function-declaration
-CFLAGS_BASE := -std=gnu11 -fPIC -DBUILDING_MODULAR_GC -fvisibility=default $(WARN)
+# Hidden by default: the library exports what src/core/gc_abi.h marks, the rb_gc_impl_* functions.
+CFLAGS_BASE := -std=gnu11 -fPIC -DBUILDING_MODULAR_GC -fvisibility=hidden $(WARN)
 
 ifeq ($(ASAN)$(TSAN),11)
   $(error ASAN=1 and TSAN=1 do not combine: the two runtimes cannot share a process)
@@ -72,29 +95,34 @@ SRCS := $(wildcard src/*.c src/*/*.c)
 # variant says -O3). The library's code is resident in every process (the
 # kernel maps a file's pages around each one touched), so its size is memory: docs/DESIGN.md,
 # "Code size".
-COLD := collect enter incremental trigger config memory pace verify walk size_histogram
+COLD := collect enter incremental trigger config memory pace verify walk size_histogram load_check
 obj_opt = $(if $(filter $(COLD),$(notdir $(1))),$(patsubst -O3,-Os,$(OPT)),$(OPT))
 OBJS := $(patsubst src/%.c,$(BUILD)/%.o,$(SRCS))
 LIB := $(BUILD)/librubygc.mosaic.so
 
-.PHONY: all toolchain lib install install-check install-asan install-tsan install-histogram env test test-unit test-gate test-all-full demo bench clean
+.PHONY: all toolchain ruby-check lib install install-check install-asan install-tsan install-histogram env test test-unit test-gate test-all-full demo bench clean
 
 all: install
 
 toolchain:
 	@$(TOOLCHAIN) build
 
+# Refuses, in one line, a Ruby the library cannot be built for (scripts/ruby-check.sh). For this
+# project's own Ruby, the toolchain is built first if missing.
+ruby-check: $(if $(filter command line,$(origin RUBY)),,toolchain-ready)
+	@scripts/ruby-check.sh '$(RUBY)'
+
 # The flags a build directory was compiled with: rewritten only when they change, so that a
 # change of flags (make ASAN=1 after a Makefile edit, another OPT for a variant) recompiles.
 FLAGS_STAMP := $(BUILD)/flags
-FLAGS_TEXT := $(CC) $(CFLAGS_BASE) $(OPT) $(INCLUDES) cold=$(COLD)
+FLAGS_TEXT = $(CC) $(CFLAGS_BASE) $(OPT) $(INCLUDES) cold=$(COLD)
 .PHONY: FORCE
-$(FLAGS_STAMP): FORCE
+$(FLAGS_STAMP): FORCE | ruby-check
 	@mkdir -p $(BUILD)
 	@[ "$$(cat $@ 2>/dev/null)" = '$(FLAGS_TEXT)' ] || echo '$(FLAGS_TEXT)' > $@
 
 # Each object depends on the headers its source includes (-MMD writes them to a .d file).
-$(BUILD)/%.o: src/%.c $(FLAGS_STAMP) | toolchain-ready
+$(BUILD)/%.o: src/%.c $(FLAGS_STAMP) | ruby-check
 	@mkdir -p $(dir $@)
 	@echo "  CC $<"
 	@$(CC) $(CFLAGS_BASE) $(call obj_opt,$*) $(INCLUDES) -MMD -MP -c $< -o $@
@@ -181,8 +209,10 @@ test-gate: install install-check install-asan install-tsan install-histogram
 # with the library's warnings as errors, AddressSanitizer and UBSan (a leak, an overflow or
 # undefined behaviour fails it). A test compiles with -Isrc alone (pure C: core/util.h,
 # policy/pace_math.h) unless it links library sources, listed in TEST_C_LINK_<name>: those
-# are compiled with the library's flags and include paths (Ruby's headers, nothing else of
-# the toolchain) and linked alone; the test defines any Ruby function they call.
+# are compiled with the library's flags and include paths (the Ruby's installed headers) and
+# linked alone; the test defines any Ruby function they call.
+# Beside them, test/c/abi_check.sh, the drift test: Mosaic's src/core/gc_abi.h against CRuby
+# 3.4.5's gc/gc.h and gc/gc_impl.h in the toolchain's source tree, and the library's exports.
 TEST_C_DIR := build/test-c
 TEST_C_BINS := $(patsubst test/c/%.c,$(TEST_C_DIR)/%,$(wildcard test/c/test_*.c))
 TEST_C_SAN := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
@@ -190,8 +220,10 @@ TEST_C_CFLAGS := -std=gnu11 $(WARN) -Werror -O1 -g $(TEST_C_SAN)
 TEST_C_LINK_test_weak_index := collect/weak_index
 
 .PHONY: test-c
-test-c: $(TEST_C_BINS)
-	@scripts/test-c.sh $(TEST_C_BINS)
+test-c: $(TEST_C_BINS) $(LIB)
+	@MOSAIC_RUBY='$(MOSAIC_RUBY)' MOSAIC_RUBY_SRC='$(MOSAIC_RUBY_SRC)' ABI_CC='$(CC)' \
+		ABI_CFLAGS='-std=gnu11 $(WARN) -Werror' ABI_LIB='$(LIB)' \
+		scripts/test-c.sh $(TEST_C_BINS) test/c/abi_check.sh
 
 .SECONDEXPANSION:
 $(TEST_C_DIR)/test_%: test/c/test_%.c $$(addprefix $(TEST_C_DIR)/,$$(addsuffix .o,$$(TEST_C_LINK_test_$$*))) Makefile
@@ -200,9 +232,7 @@ $(TEST_C_DIR)/test_%: test/c/test_%.c $$(addprefix $(TEST_C_DIR)/,$$(addsuffix .
 	@$(CC) $(TEST_C_CFLAGS) $(if $(TEST_C_LINK_test_$*),-DBUILDING_MODULAR_GC -DMOSAIC_CHECK=1 $(INCLUDES),-Isrc) \
 		-MMD -MP -o $@ $< $(filter %.o,$^) -lm
 
-$(TEST_C_DIR)/%.o: src/%.c Makefile
-	@[ -f $(MOSAIC_RUBY_SRC)/include/ruby/ruby.h ] && [ -f $(MOSAIC_RUBY_SRC)/.ext/include/$(RUBY_ARCH)/ruby/config.h ] || \
-		{ echo "test-c: $< needs Ruby's headers, not found under $(MOSAIC_RUBY_SRC) (make toolchain)" >&2; exit 1; }
+$(TEST_C_DIR)/%.o: src/%.c Makefile | ruby-check
 	@mkdir -p $(dir $@)
 	@echo "  CC $< (for the C unit tests)"
 	@$(CC) $(CFLAGS_BASE) -Werror -O1 -g -DMOSAIC_CHECK=1 $(TEST_C_SAN) $(INCLUDES) -MMD -MP -c $< -o $@

@@ -4,7 +4,8 @@
 # with one line, "C unit tests: N checks in M files, F failed". A binary that exits non-zero
 # without its closing line (a crash, a sanitizer report, rb_bug's stub, a hang past
 # TEST_C_TIMEOUT seconds, 300 by default) counts as one failure.
-# Exits 1 when anything failed. Needs no Ruby: the binaries are plain executables.
+# Exits 1 when anything failed. The binaries are plain executables and need no Ruby; the drift
+# test, test/c/abi_check.sh, is run the same way and prints the same closing line.
 set -uo pipefail
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}

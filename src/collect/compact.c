@@ -50,9 +50,6 @@
 
 #include "core/mosaic.h"
 
-/* CRuby (variable.c) re-keys an object's generic ivars; exported, not declared in gc/gc.h. */
-void rb_mv_generic_ivar(VALUE src, VALUE dst);
-
 /* A forwarding slot. Only `flags` and `destination` are read. */
 struct mosaic_moved {
     VALUE flags;                     /* T_MOVED */

@@ -1,7 +1,8 @@
 /*
- * defs.h: what every Mosaic file needs first: the Ruby and Modular GC headers, the checking
- * build's assertions, the constants of the heap's geometry, the reasons a collection runs,
- * and a few helpers about Ruby objects. Every other header includes it.
+ * defs.h: what every Mosaic file needs first: Ruby's installed headers and Mosaic's declaration
+ * of the Modular GC interface (core/gc_abi.h), the checking build's assertions, the constants
+ * of the heap's geometry, the reasons a collection runs, and a few helpers about Ruby objects.
+ * Every other header includes it.
  */
 #ifndef MOSAIC_DEFS_H
 #define MOSAIC_DEFS_H
@@ -17,14 +18,13 @@
 #include "ruby/atomic.h"
 #include "ruby/debug.h"
 #include "ruby/st.h"
-#include "gc/gc.h"
-#include "gc/gc_impl.h"
+#include "core/gc_abi.h"
 
 #include "core/util.h"
 
 /* Everything declared below is internal to the library: hidden, so calls between Mosaic's files
  * are direct (no PLT stub, no GOT load) and only the rb_gc_impl_* entry points, declared above
- * by gc/gc_impl.h, are exported. */
+ * by core/gc_abi.h, are exported. */
 #pragma GCC visibility push(hidden)
 
 #ifndef RBOOL

@@ -32,8 +32,6 @@
 
 #include "core/mosaic.h"
 
-int ruby_thread_has_gvl_p(void);
-
 /* *counter -= size, stopping at 0 (frees may be reported for bytes counted before a reset). */
 static void
 atomic_sub_to_zero(size_t *counter, size_t size)
