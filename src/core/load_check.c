@@ -19,8 +19,11 @@
  * The API version, not the full version: patch releases of one Ruby keep the interface (the
  * rule Ruby applies to C extensions), so a library built against 3.4.5's headers runs on 3.4.x.
  */
+#define _GNU_SOURCE 1   /* dladdr; the value Ruby's config.h gives it too */
+#include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "core/gc_abi.h"
 
@@ -50,11 +53,17 @@ mosaic_load_check(void)
     if (ruby_api_version && ruby_api_version[0] == MOSAIC_BUILT_API_MAJOR &&
         ruby_api_version[1] == MOSAIC_BUILT_API_MINOR) return;
 
-    const char *library = getenv("RUBY_GC_LIBRARY");
+    /* The library's own file name, as the loader opened it (librubygc.<name>.so). */
+    Dl_info info;
+    const char *library = "librubygc.mosaic.so";
+    if (dladdr((void *)mosaic_load_check, &info) && info.dli_fname) {
+        const char *slash = strrchr(info.dli_fname, '/');
+        library = slash ? slash + 1 : info.dli_fname;
+    }
     fprintf(stderr,
-            "[mosaic] librubygc.%s.so was built for Ruby %s and this is Ruby %s: rebuild it for "
+            "[mosaic] %s was built for Ruby %s and this is Ruby %s: rebuild it for "
             "this Ruby (make install RUBY=/path/to/this/bin/ruby; Mosaic needs Ruby %d.%d)\n",
-            library ? library : "mosaic", MOSAIC_BUILT_RUBY_VERSION,
+            library, MOSAIC_BUILT_RUBY_VERSION,
             ruby_version ? ruby_version : "of unknown version",
             MOSAIC_BUILT_API_MAJOR, MOSAIC_BUILT_API_MINOR);
     exit(1);
