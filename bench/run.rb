@@ -390,11 +390,7 @@ end
 # ---------------------------------------------------------------------------------------------
 # Statistics
 
-def median(values)
-  v = values.compact.sort
-  return nil if v.empty?
-  v.size.odd? ? v[v.size / 2] : (v[v.size / 2 - 1] + v[v.size / 2]) / 2.0
-end
+def median(values) = Noise.median(values)
 
 def spread(values)
   v = values.compact
