@@ -72,6 +72,37 @@ class TestMosaicMemory < Test::Unit::TestCase
     RUBY
   end
 
+  # A large old heap in classes nothing allocates in (Strings of 250-550 bytes, a table of small
+  # Arrays and Hashes), then steady young garbage: the heap does not grow, and the old classes,
+  # full of live data, ask for no major GC. Their asks for room used to go into the shared
+  # budget, which the young classes then took at every minor GC instead of collecting (pages
+  # 828 -> 1238 here; 104 -> 255 MiB with 67 MiB live in bench's old-heap-young-garbage), and
+  # their being full counted as churn (a major every few GCs).
+  def test_old_classes_lend_no_room_to_young_garbage
+    omit "Mosaic's pacing" unless mosaic?
+    omit "reads Mosaic's pacing; the stress gate forces GCs" if ENV["MOSAIC_STRESS_MINOR"]
+    assert_gc_script(<<~'RUBY', timeout: 300)
+      text = "lorem ipsum dolor sit amet " * 30
+      old = Array.new(40_000) { |i| "#{i}:" + text.byteslice(0, 250 + i % 300) }
+      table = {}
+      100_000.times { |i| table[i] = i.odd? ? [i, "e#{i}", i] : { id: i, name: "e#{i}" } }
+      GC.start
+      GC.start
+      pages = ->() { GC.stat(:heap_allocated_pages) + GC.stat(:heap_empty_pages) }
+      young = ->(n) { n.times { |b| 200.times { |k| [b, k, "x#{k}"] } } }
+      young.(3000)
+      warm = pages.()
+      majors = GC.stat(:major_gc_count)
+      gcs = GC.count
+      young.(15_000)
+      gcs = GC.count - gcs
+      assert_operator gcs, :>=, 8, "too few GCs to judge the pacing"
+      assert_operator pages.(), :<=, warm * 1.1 + 16, "the heap grew under young garbage: #{warm} -> #{pages.()} pages"
+      assert_operator GC.stat(:major_gc_count) - majors, :<=, gcs / 8, "majors in #{gcs} GCs of young garbage"
+      [old.size, table.size]
+    RUBY
+  end
+
   # Empty pages go to the pool; pages idle there for a whole cycle go back to the OS. The live
   # set is large enough that its class keeps the burst's pages (they are within
   # live / (1 - free_slots_max_ratio), so the sweep pools them rather than freeing them).

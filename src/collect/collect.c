@@ -134,6 +134,8 @@ mosaic_collect(mosaic_objspace_t *objspace, unsigned int reason)
     for (int i = 0; i < MOSAIC_HEAP_COUNT; i++) {
         struct mosaic_heap *heap = &objspace->heaps[i];
         heap->used_slots_at_gc = mosaic_heap_used_slots(heap, heap->total_allocated_objects);
+        heap->allocated_in_cycle = heap->total_allocated_objects - heap->allocated_at_gc;
+        heap->allocated_at_gc = heap->total_allocated_objects;
         objspace->heap_bytes_at_gc += heap->used_slots_at_gc * heap->slot_size;
     }
     mosaic_pace_malloc_limit(objspace);

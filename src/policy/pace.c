@@ -16,7 +16,10 @@
  *     ask is computed on total less them, then reduced by them, so it may be none at all
  *     (DESIGN.md, "Catch-up steps").
  *   The asks of all classes, in page bytes, form the shared budget (allocatable_bytes) that
- *   any class may map fresh pages from. A class below its init slots always keeps its own
+ *   any class may map fresh pages from -- the asks of classes allocation runs through in full,
+ *   the others' only up to the whole heap's ask (the same rule on the slot bytes of all
+ *   classes; mosaic_pm_shared_budget): a class of old data that nothing allocates in does not
+ *   run dry, and its ask would only let the allocating classes grow instead of collecting. A class below its init slots always keeps its own
  *   budget up to them (RUBY_GC_HEAP_<i>_INIT_SLOTS: no GC before that many objects).
  * Collect before grow, per class: a major GC measures each class's live slots and sets the
  *   class's target for the minor GCs that follow, major_target_slots = live / (1 - goal)
@@ -26,7 +29,8 @@
  *   does not grow; the next GC is major (:nofree). A minor GC that runs MOSAIC_OLD_AGE (3) or
  *   more GCs after the latest major does not grow either and asks for a major (the default
  *   GC's rule: by then the young garbage of that time has aged into old garbage), if
- *   allocation churns the class (mosaic_pm_churning); a class it does not churn stays as it
+ *   allocation churns the class (mosaic_pm_churning: allocation runs through it and used up
+ *   its free slots, or found more garbage than it had free); a class it does not churn stays as it
  *   is, neither growing nor asking for a major that would free nothing in it. Otherwise
  *   the class grows by its ask; a major GC always does (it has just measured the live data).
  *   Why per class and in marked slots: a whole-heap target in pages stopped a class whose
@@ -294,7 +298,7 @@ void
 mosaic_pace_after_mark(mosaic_objspace_t *objspace)
 {
     const struct mosaic_params *params = &objspace->params;
-    size_t shared_grow_bytes = 0, live_bytes = 0, room_bytes = 0;
+    size_t shared_grow_bytes = 0, others_ask_bytes = 0, live_bytes = 0, room_bytes = 0, slot_bytes = 0;
     size_t target_pages = objspace->pages.sorted_count;
     bool minor = !objspace->full_mark && params->generational;
     bool grow_minor = minor && params->allow_full_mark;
@@ -308,6 +312,7 @@ mosaic_pace_after_mark(mosaic_objspace_t *objspace)
         size_t live = heap->marked_slots + heap->final_slots;
         size_t free = total > live ? total - live : 0;
         live_bytes = mosaic_add_sat(live_bytes, live * heap->slot_size);
+        slot_bytes = mosaic_add_sat(slot_bytes, total * heap->slot_size);
 
         /* A class below its init slots may always grow up to them without collecting. */
         size_t init = params->heap_init_slots[i];
@@ -342,14 +347,24 @@ mosaic_pace_after_mark(mosaic_objspace_t *objspace)
             if (over_target || major_due) {
                 /* A class that allocation does not churn neither grows nor asks for a major
                  * GC that would free nothing in it (it asked every fourth GC in gcbench). */
-                if (over_target || mosaic_pm_churning(heap->total_slots, heap->used_slots_at_gc, live)) {
+                if (over_target || mosaic_pm_churning(heap->total_slots, heap->used_slots_at_gc, live, heap->allocated_in_cycle)) {
                     objspace->gen.need_major |= MOSAIC_REASON_MAJOR_NOFREE;
                 }
                 continue;
             }
         }
-        shared_grow_bytes = mosaic_add_sat(shared_grow_bytes, mosaic_pm_slots_page_bytes(grow, heap->slots_per_page));
+        /* Classes allocation hardly touches (old data) ask only as part of the whole heap. */
+        size_t ask_bytes = mosaic_pm_slots_page_bytes(grow, heap->slots_per_page);
+        if (mosaic_pm_class_allocating(heap->allocated_in_cycle, free)) {
+            shared_grow_bytes = mosaic_add_sat(shared_grow_bytes, ask_bytes);
+        }
+        else {
+            others_ask_bytes = mosaic_add_sat(others_ask_bytes, ask_bytes);
+        }
     }
+    size_t heap_ask = mosaic_pm_heap_ask(slot_bytes, live_bytes, params->free_slots_min_ratio, params->free_slots_goal_ratio,
+                                         params->growth_factor);
+    shared_grow_bytes = mosaic_pm_shared_budget(shared_grow_bytes, others_ask_bytes, heap_ask);
 
     /* The floor, then the soft limit: ask for no more than fits, and collect old garbage
      * before growing. */

@@ -140,17 +140,54 @@ mosaic_pm_class_ask(size_t total, size_t live, size_t caught_up, size_t slots_pe
     return grow > caught_up ? grow - caught_up : 0;
 }
 
-/* Whether allocation churns a class: its free slots at the GC's start (total - used_at_gc)
- * were used up (all but 1/16 of the class), or were fewer than the garbage this GC found in it
- * (used_at_gc - live). A class below its free ratio that holds stable data and free slots it
- * does not use (gcbench's 40-byte class: 18% free, nothing dying) is not: a major GC would
- * free nothing in it. */
+/* Whether allocation runs through a class: between the two latest GCs it took (`allocated`)
+ * at least an eighth of the free slots the class has now, so that eight cycles like the
+ * latest would use them up. (A margin, not "at least its free slots": back-to-back GCs make a
+ * short cycle, and a class running dry must not be taken for one that does not.) */
 static inline bool
-mosaic_pm_churning(size_t total, size_t used_at_gc, size_t live)
+mosaic_pm_class_allocating(size_t allocated, size_t free)
+{
+    return allocated > 0 && allocated >= free / 8;
+}
+
+/* Whether allocation churns a class: allocation runs through it (mosaic_pm_class_allocating,
+ * with `allocated` since the previous GC), and its free slots at the GC's start (total -
+ * used_at_gc) were used up (all but 1/16 of the class), or were fewer than the garbage this GC
+ * found in it (used_at_gc - live). A class below its free ratio that holds stable data and
+ * free slots it does not use (gcbench's 40-byte class: 18% free, nothing dying) is not: a
+ * major GC would free nothing in it. Nor is a class of old data that nothing allocates in,
+ * however full (a large old heap asked for a major every fourth GC). */
+static inline bool
+mosaic_pm_churning(size_t total, size_t used_at_gc, size_t live, size_t allocated)
 {
     size_t empty_at_gc = total > used_at_gc ? total - used_at_gc : 0;
     size_t garbage = used_at_gc > live ? used_at_gc - live : 0;
+    if (!mosaic_pm_class_allocating(allocated, total > live ? total - live : 0)) return false;
     return empty_at_gc < total / 16 || garbage > empty_at_gc;
+}
+
+/* The whole heap's ask, in bytes, from the slot bytes of all classes (`total`, `live`): none
+ * while at least min_ratio of them is free, else growth to the free goal as for a class
+ * (mosaic_pm_growth_ask): the default GC's rule, on bytes. */
+static inline size_t
+mosaic_pm_heap_ask(size_t total, size_t live, double min_ratio, double goal_ratio, double growth_factor)
+{
+    size_t free = total > live ? total - live : 0;
+    if (!mosaic_pm_short_of_free(free, total, min_ratio)) return 0;
+    return mosaic_pm_growth_ask(total, live, goal_ratio, growth_factor, 0);
+}
+
+/* The shared budget from the classes' asks: the asks of classes allocation runs through
+ * (`allocating`), plus the asks of the others up to the whole heap's ask (`heap_ask`). A class
+ * short of free room that allocation hardly touches (old data) does not run dry: its ask is
+ * room for the heap as a whole, which the allocating classes would take instead of collecting
+ * although they have room of their own. (A large old heap of fully live classes let the
+ * young classes grow by a growth step at every minor GC: pages from 104 to 255 MiB while 67
+ * MiB stayed live.) While the whole heap is short of room it grows as before. */
+static inline size_t
+mosaic_pm_shared_budget(size_t allocating, size_t others, size_t heap_ask)
+{
+    return mosaic_add_sat(allocating, others < heap_ask ? others : heap_ask);
 }
 
 /* ------------------------------------------------------------ page bytes */

@@ -114,6 +114,8 @@ struct mosaic_heap {
                                       * the growth that mark grants counts them (pace.c) */
     size_t freeable_pages;           /* pace.c: empty pages this sweep returns to the OS, not the pool */
     size_t used_slots_at_gc;         /* allocated and not freed when the latest GC started */
+    size_t allocated_at_gc;          /* total_allocated_objects when the latest GC started */
+    size_t allocated_in_cycle;       /* objects allocated between the two latest GCs' starts (pace.c) */
     size_t marked_slots;             /* marked in the latest cycle */
     size_t final_slots;
 

@@ -173,14 +173,39 @@ test_growth_ask(void)
 static void
 test_churning(void)
 {
-    CHECK(mosaic_pm_churning(1600, 1590, 1500));     /* free slots used up: 10 < 1600 / 16 */
-    CHECK(!mosaic_pm_churning(1600, 1000, 990));     /* 600 free unused, little garbage */
-    CHECK(mosaic_pm_churning(1600, 1000, 300));      /* garbage 700 > 600 free at the start */
-    CHECK(!mosaic_pm_churning(1600, 1000, 400));     /* garbage 600 = 600: not more */
-    CHECK(mosaic_pm_churning(1600, 2000, 2000));     /* used past total: none free */
-    CHECK(!mosaic_pm_churning(0, 0, 0));
-    CHECK(!mosaic_pm_churning(1600, 1500, 1500));    /* 100 free = 1600 / 16: not under */
-    CHECK(mosaic_pm_churning(1600, 1501, 1501));
+    CHECK(mosaic_pm_churning(1600, 1590, 1500, 1000));     /* free slots used up: 10 < 1600 / 16 */
+    CHECK(!mosaic_pm_churning(1600, 1000, 990, 1000));     /* 600 free unused, little garbage */
+    CHECK(mosaic_pm_churning(1600, 1000, 300, 1000));      /* garbage 700 > 600 free at the start */
+    CHECK(!mosaic_pm_churning(1600, 1000, 400, 1000));     /* garbage 600 = 600: not more */
+    CHECK(mosaic_pm_churning(1600, 2000, 2000, 1000));     /* used past total: none free */
+    CHECK(!mosaic_pm_churning(0, 0, 0, 1000));
+    CHECK(!mosaic_pm_churning(1600, 1500, 1500, 1000));    /* 100 free = 1600 / 16: not under */
+    CHECK(mosaic_pm_churning(1600, 1501, 1501, 1000));
+    /* A full class of old data that nothing (or hardly anything) allocates in. */
+    CHECK(!mosaic_pm_churning(1600, 1590, 1590, 0));
+    CHECK(!mosaic_pm_churning(1600, 1590, 1500, 11));   /* 11 < 100 free / 8 = 12 */
+    CHECK(mosaic_pm_churning(1600, 1590, 1500, 12));    /* 12 >= 100 free / 8 */
+}
+
+/* Which classes' asks count in full, and the whole heap's ask that bounds the others'. */
+static void
+test_shared_budget(void)
+{
+    CHECK(!mosaic_pm_class_allocating(0, 0));            /* nothing allocated: not allocating */
+    CHECK(!mosaic_pm_class_allocating(0, 1000));
+    CHECK(!mosaic_pm_class_allocating(124, 1000));       /* 124 < 1000 / 8 */
+    CHECK(mosaic_pm_class_allocating(125, 1000));
+    CHECK(mosaic_pm_class_allocating(1, 0));             /* full and allocated into */
+    /* The whole heap: none while 20% is free, else to the 40% goal. */
+    CHECK_EQ(mosaic_pm_heap_ask(1000, 800, MIN_RATIO, GOAL_RATIO, GROWTH_FACTOR), 0);
+    CHECK_EQ(mosaic_pm_heap_ask(1000, 900, MIN_RATIO, GOAL_RATIO, GROWTH_FACTOR), 500);  /* 900 / 0.6 = 1500 */
+    CHECK_EQ(mosaic_pm_heap_ask(1000, 1000, MIN_RATIO, GOAL_RATIO, GROWTH_FACTOR), 666); /* 1000 / 0.6 = 1666 */
+    CHECK_EQ(mosaic_pm_heap_ask(0, 0, MIN_RATIO, GOAL_RATIO, GROWTH_FACTOR), 0);
+    /* Allocating classes' asks in full; the others' up to the heap's ask. */
+    CHECK_EQ(mosaic_pm_shared_budget(100, 500, 0), 100);
+    CHECK_EQ(mosaic_pm_shared_budget(100, 500, 200), 300);
+    CHECK_EQ(mosaic_pm_shared_budget(100, 50, 200), 150);
+    CHECK_EQ(mosaic_pm_shared_budget(SMAX, 50, 200), SMAX);
 }
 
 static void
@@ -817,6 +842,7 @@ main(void)
     RUN(test_short_of_free);
     RUN(test_growth_ask);
     RUN(test_churning);
+    RUN(test_shared_budget);
     RUN(test_page_bytes);
     RUN(test_free_slot_floor);
     RUN(test_soft_limit);
