@@ -22,7 +22,7 @@
 # to pacing is judged over several ballasts: the report's "Across ballasts" section gives each
 # ratio's geometric mean over them.
 #
-# Usage: bench/run.rb [--quick] [--reps N] [--only a,b] [--gcs default,mosaic,default+jemalloc,...]
+# Usage: bench/run.rb [--suite default|ruby-bench] [--quick] [--reps N] [--only a,b] [--gcs default,mosaic,default+jemalloc,...]
 #                     [--jemalloc] [--ballast MIB,...] [--list] [--setup]
 #        bench/run.rb --chart bench/results/FILE.json   (redraw a chart)
 #        bench/summary.rb FILE.json [--chart OUT.svg]   (the summary table of docs/PERFORMANCE.md)
@@ -98,6 +98,26 @@ BENCHMARKS = [
                 about: "GC pause distribution (GC::Profiler) during the Rails requests"),
 ].freeze
 
+# --suite ruby-bench: programs of ruby/ruby-bench (https://github.com/ruby/ruby-bench), each run by
+# bench/workloads/ruby_bench.rb with ruby-bench's own harness for a fixed number of iterations,
+# under its own Gemfile. bench/ruby-bench/setup.sh prepares the checkout and the gems (the same list).
+RUBY_BENCH_PROGRAMS = {
+  "railsbench" => "Rails 8 app on sqlite3: 2000 in-process requests per iteration (posts index, show, JSON)",
+  "erubi-rails" => "Rails view rendering: a Discourse topic page (erubi), 10000 renders per iteration",
+  "liquid-render" => "Liquid 5.4 theme render (liquid's performance/ theme runner), 20 renders per iteration",
+  "hexapdf" => "HexaPDF 0.16: paginate The Odyssey into a PDF at a 50-pt line width",
+  "optcarrot" => "NES emulator: 200 frames of Lan Master per iteration (headless)",
+  "splay" => "Octane-style splay tree: 8000 nodes with payload trees, 50 x 80 modifications per iteration",
+  "string_malloc_pressure" => "100k String.new(capacity: 64 KiB) per iteration, kept until it ends (malloc-driven GC pacing)",
+  "sequel" => "Sequel ORM on in-memory sqlite: 10000 rows, 1000 model lookups + strings per iteration",
+  "binarytrees" => "Computer Language Benchmarks Game binary-trees, depth 4..14",
+  "fluentd" => "fluentd's LTSV parser plugin over 250k log lines per iteration",
+}.freeze
+RUBY_BENCH_BENCHMARKS = RUBY_BENCH_PROGRAMS.map do |name, about|
+  Benchmark.new(name: name, script: "ruby_bench.rb", args: [name], about: "ruby-bench: #{about}")
+end.freeze
+SUITES = { "default" => BENCHMARKS, "ruby-bench" => RUBY_BENCH_BENCHMARKS }.freeze
+
 # A configuration: GC library name, and the allocator the process must run with.
 Config = Struct.new(:name, :gc, :allocator, :env, keyword_init: true)
 ALLOCATOR_SUFFIXES = { "jemalloc" => "jemalloc" }.freeze # spec suffix => allocator the probe must see
@@ -129,13 +149,15 @@ end
 # ---------------------------------------------------------------------------------------------
 # Options and toolchain
 
-options = { reps: nil, quick: false, only: nil, gcs: %w[default mosaic], jemalloc: false, setup: false, timeout: nil,
+options = { suite: "default", list: false, reps: nil, quick: false, only: nil, gcs: %w[default mosaic], jemalloc: false, setup: false, timeout: nil,
             pauses: true, ballast: nil }
 parser = OptionParser.new do |o|
   o.banner = "Usage: bench/run.rb [options]   (compare GC libraries of one Ruby, side by side)"
   o.on("--quick", "small inputs and 2 repetitions (about 5 minutes)") { options[:quick] = true }
   o.on("--reps N", Integer, "repetitions per GC (default 5, quick 2)") { |n| options[:reps] = n }
-  o.on("--only LIST", Array, "run only these benchmarks (comma-separated; see --list)") { |l| options[:only] = l }
+  o.on("--suite NAME", SUITES.keys, "which list of benchmarks: default (this project's workloads) or ruby-bench " \
+                                    "(ruby/ruby-bench's programs; bench/ruby-bench/setup.sh first)") { |s| options[:suite] = s }
+  o.on("--only LIST", Array, "run only these benchmarks of the suite (comma-separated; see --list)") { |l| options[:only] = l }
   o.on("--gcs LIST", Array, "configurations, baseline first: GC libraries, each optionally with +jemalloc " \
                             "(default: default,mosaic)") { |l| options[:gcs] = l }
   o.on("--jemalloc", "also run every plain GC of --gcs with +jemalloc (libjemalloc.so.2 preloaded)") do
@@ -146,16 +168,12 @@ parser = OptionParser.new do |o|
     options[:ballast] = l.map { |v| Integer(v, 10) }
   end
   o.on("--timeout SECONDS", Integer, "per-run time limit (default 1200, quick 300)") { |t| options[:timeout] = t }
-  o.on("--setup", "run bench/setup.sh first (gems, valgrind, rsvg-convert)") { options[:setup] = true }
+  o.on("--setup", "run bench/setup.sh first (gems, valgrind, rsvg-convert); with --suite ruby-bench, bench/ruby-bench/setup.sh") { options[:setup] = true }
   o.on("--no-pauses", "do not time GC pauses in every run (bench/lib/pauses.c; to measure its overhead)") do
     options[:pauses] = false
   end
   o.on("--chart FILE.json", "only redraw the chart (SVG; PNG with rsvg-convert) of a results file, beside it") { |f| options[:chart] = f }
-  o.on("--list", "list the benchmarks and exit") do
-    width = BENCHMARKS.map { |b| b.name.size }.max
-    BENCHMARKS.each { |b| puts format("  %-*s %s", width, b.name, b.about) }
-    exit
-  end
+  o.on("--list", "list the benchmarks of both suites and exit") { options[:list] = true }
 end
 begin
   parser.parse!(ARGV)
@@ -168,6 +186,15 @@ begin
 rescue OptionParser::ParseError => e
   warn e.message, parser.help
   exit 2
+end
+if options[:list]
+  width = SUITES.values.flatten.map { |b| b.name.size }.max
+  SUITES.each_with_index do |(suite, list), i|
+    puts if i.positive?
+    puts suite == "default" ? "Suite default (bench/run.rb):" : "Suite #{suite} (bench/run.rb --suite #{suite}):"
+    list.each { |b| puts format("  %-*s %s", width, b.name, b.about) }
+  end
+  exit
 end
 if (json_file = options[:chart])
   saved = JSON.parse(File.read(json_file))
@@ -200,12 +227,13 @@ jemalloc_baseline = "#{configs[baseline].gc}+jemalloc"
 jemalloc_baseline = nil unless configs[baseline].allocator == "glibc" && gcs.include?(jemalloc_baseline)
 jemalloc_others = jemalloc_baseline ? gcs.select { |g| configs[g].allocator == "jemalloc" && g != jemalloc_baseline } : []
 
+suite = SUITES.fetch(options[:suite])
 selected = if options[:only]
-  unknown = options[:only] - BENCHMARKS.map(&:name)
-  abort "bench/run.rb: unknown benchmark(s): #{unknown.join(", ")} (see --list)" unless unknown.empty?
-  BENCHMARKS.select { |b| options[:only].include?(b.name) }
+  unknown = options[:only] - suite.map(&:name)
+  abort "bench/run.rb: unknown benchmark(s) in suite #{options[:suite]}: #{unknown.join(", ")} (see --list)" unless unknown.empty?
+  suite.select { |b| options[:only].include?(b.name) }
 else
-  BENCHMARKS.reject { |b| quick && b.full_only }
+  suite.reject { |b| quick && b.full_only }
 end
 
 if options[:ballast]
@@ -215,7 +243,10 @@ if options[:ballast]
   end
 end
 
-system(File.join(BENCH_DIR, "setup.sh")) || warn("bench/run.rb: bench/setup.sh reported problems (see above)") if options[:setup]
+if options[:setup]
+  setup = options[:suite] == "ruby-bench" ? "ruby-bench/setup.sh" : "setup.sh"
+  system(File.join(BENCH_DIR, setup)) || warn("bench/run.rb: bench/#{setup} reported problems (see above)")
+end
 
 toolchain = IO.popen([File.join(ROOT, "scripts/toolchain.sh"), "paths"], &:read)
 TOOL = toolchain.scan(/^(\w+)=(.*)$/).to_h
@@ -270,6 +301,11 @@ end
 unless Dir.exist?(File.join(BENCH_DIR, ".gems")) || (selected.map(&:script) & %w[liquid.rb rails.rb prefork.rb]).empty?
   warn "bench/run.rb: bench/.gems is missing: the liquid, rails and prefork benchmarks will skip. " \
        "Run bench/setup.sh (or bench/run.rb --setup) first."
+end
+if selected.any? { |b| b.script == "ruby_bench.rb" } && ENV["RUBY_BENCH_DIR"].to_s.empty? &&
+   !Dir.exist?(File.join(BENCH_DIR, ".ruby-bench"))
+  warn "bench/run.rb: bench/.ruby-bench is missing: the ruby-bench programs will skip. " \
+       "Run bench/ruby-bench/setup.sh first (or set RUBY_BENCH_DIR)."
 end
 
 # ---------------------------------------------------------------------------------------------
@@ -487,7 +523,8 @@ def markdown(results, gcs, baseline, meta)
   others = gcs - [baseline]
   jbase = meta["jemalloc_baseline"]
   jothers = jbase ? (meta["jemalloc_compared"] || []) : []
-  out = +"## Mosaic benchmarks: #{gcs.join(" vs ")} (#{meta["mode"]}, #{meta["reps"]} reps, #{meta["git_commit"]})\n\n"
+  suite = meta["suite"] && meta["suite"] != "default" ? ", suite #{meta["suite"]}" : ""
+  out = +"## Mosaic benchmarks: #{gcs.join(" vs ")} (#{meta["mode"]}#{suite}, #{meta["reps"]} reps, #{meta["git_commit"]})\n\n"
   out << "Wall time is per process (boot included); CPU time is its user + system time, all threads and the " \
          "children it waited for; peak RSS is VmHWM; GC count and time are GC.stat(:count/:time).\n"
   out << "Values are medians over the successful runs; ratio = #{others.map { |o| "#{o}/#{baseline}" }.join(", ")}: " \
@@ -759,7 +796,7 @@ dirty = !git("status", "--porcelain", "--untracked-files=no").empty?
 stamp = Time.now.utc.strftime("%Y-%m-%dT%H%M%SZ")
 meta = {
   "date" => Time.now.utc.iso8601, "git_commit" => commit + (dirty ? "-dirty" : ""),
-  "mode" => quick ? "quick" : "full", "reps" => reps, "gcs" => gcs, "baseline" => baseline,
+  "suite" => options[:suite], "mode" => quick ? "quick" : "full", "reps" => reps, "gcs" => gcs, "baseline" => baseline,
   "ruby" => ruby, "ruby_version" => ruby_versions, "gc_dir" => TOOL["MOSAIC_GC_DIR"],
   "machine" => machine_info, "command" => "bench/run.rb #{options.inspect}", "ballast_mb" => options[:ballast],
   "ratio_spread" => "median of per-pair ratios (run j of a GC vs run j of the baseline), with min and max",
@@ -782,7 +819,7 @@ elapsed = lambda do
   s = (Process.clock_gettime(Process::CLOCK_MONOTONIC) - t0).to_i
   format("%d:%02d:%02d", s / 3600, s / 60 % 60, s % 60)
 end
-warn "bench/run.rb: #{selected.size} benchmarks x #{gcs.join(",")} x #{reps} reps (#{meta["mode"]} mode), " \
+warn "bench/run.rb: #{selected.size} benchmarks#{options[:suite] == "default" ? "" : " of suite #{options[:suite]}"} x #{gcs.join(",")} x #{reps} reps (#{meta["mode"]} mode), " \
      "commit #{meta["git_commit"]}, load #{meta["machine"]["load_average_at_start"]}"
 
 results = []
@@ -815,7 +852,8 @@ puts table
 
 results_dir = File.join(BENCH_DIR, "results")
 FileUtils.mkdir_p(results_dir)
-base_name = File.join(results_dir, "#{stamp}-#{commit}#{dirty ? "-dirty" : ""}#{quick ? "-quick" : ""}")
+suite_tag = options[:suite] == "default" ? "" : "-#{options[:suite]}"
+base_name = File.join(results_dir, "#{stamp}-#{commit}#{dirty ? "-dirty" : ""}#{suite_tag}#{quick ? "-quick" : ""}")
 File.write("#{base_name}.json", JSON.pretty_generate(meta.merge("results" => results)) + "\n")
 File.write("#{base_name}.md", table)
 chart_files = Chart.draw(results, gcs, baseline, meta, base_name)
