@@ -111,6 +111,7 @@ toolchain:
 # project's own Ruby, the toolchain is built first if missing.
 ruby-check: $(if $(filter command line,$(origin RUBY)),,toolchain-ready)
 	@scripts/ruby-check.sh '$(RUBY)'
+	@command -v $(firstword $(CC)) >/dev/null || { echo "mosaic: no C compiler ($(CC)): install one (Debian and Ubuntu: apt-get install gcc), or give CC=/path/to/cc" >&2; exit 1; }
 
 # The flags a build directory was compiled with: rewritten only when they change, so that a
 # change of flags (make ASAN=1 after a Makefile edit, another OPT for a variant) recompiles.
@@ -142,7 +143,9 @@ lib: $(LIB)
 # $(call install_as,LIBRARY,NAME,WHAT): LIBRARY installed as $(GC_DIR)/librubygc.NAME.so
 # (RUBY_GC_LIBRARY=NAME). Copy then rename: processes that have the old library mapped keep
 # their inode.
-install_as = mkdir -p $(GC_DIR) && cp $(1) $(GC_DIR)/.librubygc.$(2).so.tmp && \
+install_as = { mkdir -p $(GC_DIR) 2>/dev/null; [ -d $(GC_DIR) ] && [ -w $(GC_DIR) ]; } || \
+	{ echo "mosaic: cannot write $(GC_DIR) (the modular GC directory): install as its owner, or give GC_DIR=/path" >&2; exit 1; }; \
+	cp $(1) $(GC_DIR)/.librubygc.$(2).so.tmp && \
 	mv -f $(GC_DIR)/.librubygc.$(2).so.tmp $(GC_DIR)/librubygc.$(2).so && \
 	echo "installed $(GC_DIR)/librubygc.$(2).so$(if $(3), ($(3)),)"
 
