@@ -2,7 +2,8 @@
 #
 #   make              build librubygc.mosaic.so (and the cached Ruby toolchain if missing)
 #   make demo         build everything, run a workload under default and mosaic, print a summary
-#   make test         the project's test command (see README); make test-unit: the suite alone;
+#   make test         the project's test command (see README); make test-quick: its quick subset;
+#                     make test-unit: the suite alone;
 #                     make test-gate GATE=name: one gate alone
 #   make install      build for this project's Ruby and install into its modular GC dir;
 #                     make install RUBY=/path/to/bin/ruby: for that Ruby (3.4, --with-modular-gc),
@@ -100,7 +101,7 @@ obj_opt = $(if $(filter $(COLD),$(notdir $(1))),$(patsubst -O3,-Os,$(OPT)),$(OPT
 OBJS := $(patsubst src/%.c,$(BUILD)/%.o,$(SRCS))
 LIB := $(BUILD)/librubygc.mosaic.so
 
-.PHONY: all toolchain ruby-check lib install install-check install-asan install-tsan install-histogram env test test-unit test-gate test-all-full demo bench clean
+.PHONY: all toolchain ruby-check lib install install-check install-asan install-tsan install-histogram env test test-quick test-unit test-gate test-all-full demo bench clean
 
 all: install
 
@@ -196,6 +197,12 @@ variant:
 # The README's test command (its stress and differential gates use the checking build too).
 test: install install-check install-asan install-tsan install-histogram
 	@scripts/test.sh
+
+# The quick test command, for a contributor's inner loop: the C unit tests, Mosaic's suite,
+# bootstraptest and the GC-critical test-all files under both GCs, and the gem gate. CI runs
+# make test.
+test-quick: install
+	@MOSAIC_GATES="ctest unit btest gem testall" scripts/test.sh
 
 # Mosaic's own suite (test/*.rb) under default and mosaic: the unit gate alone.
 test-unit: install
