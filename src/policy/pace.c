@@ -19,8 +19,9 @@
  *   any class may map fresh pages from -- the asks of classes allocation runs through in full,
  *   the others' only up to the whole heap's ask (the same rule on the slot bytes of all
  *   classes; mosaic_pm_shared_budget): a class of old data that nothing allocates in does not
- *   run dry, and its ask would only let the allocating classes grow instead of collecting. A class below its init slots always keeps its own
- *   budget up to them (RUBY_GC_HEAP_<i>_INIT_SLOTS: no GC before that many objects).
+ *   run dry, and its ask would only let the allocating classes grow instead of collecting.
+ *   A class below its init slots always keeps its own budget up to them
+ *   (RUBY_GC_HEAP_<i>_INIT_SLOTS: no GC before that many objects).
  * Collect before grow, per class: a major GC measures each class's live slots and sets the
  *   class's target for the minor GCs that follow, major_target_slots = live / (1 - goal)
  *   (with a goal of 0: live * growth_factor), at least its init slots. A minor GC marks every
@@ -30,8 +31,8 @@
  *   more GCs after the latest major does not grow either and asks for a major (the default
  *   GC's rule: by then the young garbage of that time has aged into old garbage), if
  *   allocation churns the class (mosaic_pm_churning: allocation runs through it and used up
- *   its free slots, or found more garbage than it had free); a class it does not churn stays as it
- *   is, neither growing nor asking for a major that would free nothing in it. Otherwise
+ *   its free slots, or found more garbage than it had free); a class it does not churn stays
+ *   as it is, neither growing nor asking for a major that would free nothing in it. Otherwise
  *   the class grows by its ask; a major GC always does (it has just measured the live data).
  *   Why per class and in marked slots: a whole-heap target in pages stopped a class whose
  *   objects were all live from growing while other classes were sparse (gcbench: a major
