@@ -47,7 +47,7 @@ for gc in $GCS; do
   RUBY_GC_LIBRARY=$gc "$MOSAIC_RUBY" "$WORKLOAD" --quick --requests "$REQUESTS" >"$scratch/$gc.log" 2>&1
   rc=$?
   secs=$((SECONDS - t))
-  summary=$(grep '^puma-cluster: [0-9]' "$scratch/$gc.log" | tail -1)
+  summary=$(grep '^puma-cluster: .* requests, ' "$scratch/$gc.log" | tail -1)
   if [ $rc = 0 ] && [[ "$summary" == *"GC $gc;"* ]]; then
     rate=$(awk '$1 == "requests/s" { print $2 }' "$scratch/$gc.log")
     stop=$(awk '$1 == "shutdown" { print $2 }' "$scratch/$gc.log")

@@ -41,7 +41,15 @@ def fail!(msg)
     warn File.readlines(@log).last(25).join
   end
   stop_server(kill: true)
+  kill_group
   exit 1
+end
+
+# The server runs in its own process group (the master's pid): KILL whatever of it is left.
+def kill_group
+  Process.kill(:KILL, -@master) if @master
+rescue Errno::ESRCH, Errno::EPERM
+  nil
 end
 
 def children(pid)
@@ -64,7 +72,7 @@ def stop_server(kill: false)
   deadline = Bench.now + STOP_TIMEOUT
   until (r = Process.wait2(@master, Process::WNOHANG))
     if Bench.now > deadline
-      Process.kill(:KILL, @master)
+      kill_group
       @master_status = Process.wait2(@master).last
       return :timeout
     end
@@ -90,7 +98,7 @@ launch = <<~RUBY
 RUBY
 env = { "MOSAIC_PUMA_PORT" => port.to_s, "MOSAIC_BENCH_FIGURES" => nil }
 @master = Process.spawn(env, RbConfig.ruby, "-e", launch, in: File::NULL, out: @log, err: @log, pgroup: true)
-at_exit { stop_server(kill: true) if @master && !@master_status } # whatever happened, no server is left
+at_exit { stop_server(kill: true) if @master && !@master_status; kill_group } # no server is left
 
 # Boot: both workers forked and the server answering.
 deadline = Bench.now + BOOT_TIMEOUT
