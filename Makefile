@@ -202,7 +202,7 @@ test: install install-check install-asan install-tsan install-histogram
 # bootstraptest and the GC-critical test-all files under both GCs, and the gem gate. CI runs
 # make test.
 test-quick: install
-	@MOSAIC_GATES="ctest unit btest gem testall" scripts/test.sh
+	@MOSAIC_GATES="ctest unit btest gem server testall" scripts/test.sh
 
 # Mosaic's own suite (test/*.rb) under default and mosaic: the unit gate alone.
 test-unit: install

@@ -86,6 +86,9 @@ BENCHMARKS = [
                 about: "fork-share with Process.warmup in the parent before fork"),
   Benchmark.new(name: "prefork", script: "prefork.rb",
                 about: "Rails app booted, Process.warmup, 4 forked workers serving requests (private kB, total PSS)"),
+  Benchmark.new(name: "puma-cluster", script: "puma_cluster.rb",
+                about: "Puma cluster (2 workers, preload, Process.warmup) serving the Rails app over loopback " \
+                       "(req/s, latency, worker PSS/Private_Dirty)"),
   Benchmark.new(name: "compact-burst", script: "compact_burst.rb",
                 about: "GC.compact on a heap fragmented by a burst (1M mixed objects, 90% dropped; pages freed, ms)"),
   Benchmark.new(name: "bulk-writes-marking", script: "bulk_writes_marking.rb",
@@ -298,8 +301,8 @@ ruby_versions = configs.to_h do |spec, cfg|
   [spec, out]
 end
 
-unless Dir.exist?(File.join(BENCH_DIR, ".gems")) || (selected.map(&:script) & %w[liquid.rb rails.rb prefork.rb]).empty?
-  warn "bench/run.rb: bench/.gems is missing: the liquid, rails and prefork benchmarks will skip. " \
+unless Dir.exist?(File.join(BENCH_DIR, ".gems")) || (selected.map(&:script) & %w[liquid.rb rails.rb prefork.rb puma_cluster.rb]).empty?
+  warn "bench/run.rb: bench/.gems is missing: the liquid, rails, prefork and puma-cluster benchmarks will skip. " \
        "Run bench/setup.sh (or bench/run.rb --setup) first."
 end
 if selected.any? { |b| b.script == "ruby_bench.rb" } && ENV["RUBY_BENCH_DIR"].to_s.empty? &&

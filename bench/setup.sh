@@ -2,7 +2,7 @@
 # Installs what the benchmark suite needs beyond the Ruby toolchain, idempotently:
 # Debian packages (librsvg2-bin for the chart's PNG, valgrind for cache misses, libsqlite3-dev, and
 # libjemalloc2 for the +jemalloc configurations of bench/run.rb, preloaded as Rails' Dockerfile does) and
-# the gems of the application benchmarks (liquid; Rails + sqlite3) into bench/.gems (not committed).
+# the gems of the application benchmarks (liquid; Rails + sqlite3; Puma for puma-cluster) into bench/.gems (not committed).
 # Usage: bench/setup.sh            (safe to re-run; installs only what is missing)
 # A gem that the registry cannot serve is reported; its benchmark then skips with a message.
 set -uo pipefail
@@ -29,7 +29,8 @@ fi
 # base64: liquid requires it, and Ruby 3.4 made it a bundled gem (absent from this toolchain).
 LIQUID_GEMS="liquid:5.14.0 base64:0.3.0"
 # Only the Rails frameworks the app uses (the full "rails" meta-gem also pulls mailers, cable, storage).
-RAILS_GEMS="railties:8.1.4.1 actionpack:8.1.4.1 actionview:8.1.4.1 activerecord:8.1.4.1 sqlite3:2.10.2"
+# puma: the forking server of the puma-cluster workload (it compiles a C extension, and pulls nio4r).
+RAILS_GEMS="railties:8.1.4.1 actionpack:8.1.4.1 actionview:8.1.4.1 activerecord:8.1.4.1 sqlite3:2.10.2 puma:6.6.1"
 
 installed() { # NAME:VERSION -> 0 if present in GEM_DIR
   local n=${1%%:*} v=${1##*:}

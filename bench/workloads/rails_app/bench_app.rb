@@ -4,7 +4,8 @@
 # loading, its database (a temporary file, removed at exit) created and seeded deterministically.
 # Requiring this file boots it; RailsBench.request(i) then serves request number i of a fixed mix
 # in-process (Rack::MockRequest) and RailsBench.expect(i, response) checks the answer. The views
-# live in app/views/ next to this file. The caller activates the gems first
+# live in app/views/ next to this file; the request mix in mix.rb; config.ru and puma.rb serve the
+# app with Puma (the puma-cluster workload). The caller activates the gems first
 # (Bench.use_gems("railties", "actionpack", "actionview", "activerecord", "sqlite3")).
 require "tmpdir"
 require "logger"
@@ -149,7 +150,8 @@ ActiveRecord::Base.transaction do
   end
 end
 
-# The request mix: mostly page views, some JSON, one write in twenty.
+# The request mix (mix.rb), served in-process.
+require_relative "mix"
 module RailsBench
   APP = Rack::MockRequest.new(BenchApp)
   POST_IDS = Post.pluck(:id)
@@ -159,20 +161,13 @@ module RailsBench
 
   # Request number i of the mix (the same i is always the same request).
   def request(i)
-    id = POST_IDS[(i * 7919) % POST_IDS.size]
-    case i % 20
-    when 0 then APP.post("/posts/#{id}/comments", params: { comment: { name: "bench", body: "comment #{i}" } })
-    when 1..6 then APP.get("/posts/#{id}")
-    when 7..10 then APP.get("/posts?page=#{1 + i % 15}")
-    when 11, 12 then APP.get("/")
-    when 13..15 then APP.get("/authors/#{AUTHOR_IDS[i % AUTHOR_IDS.size]}")
-    else APP.get("/api/posts/#{id}")
-    end
+    verb, path, params = route(i, POST_IDS, AUTHOR_IDS)
+    verb == :post ? APP.post(path, params: params) : APP.get(path)
   end
 
   # Raises unless res is what request i must answer (a broken run fails loudly).
   def expect(i, res)
-    ok = (i % 20).zero? ? res.status == 302 : res.status == 200 && res.body.size > 200
+    ok = res.status == expected_status(i) && (res.status == 302 || res.body.size > 200)
     raise "rails: request #{i} failed with status #{res.status}: #{res.body[0, 300]}" unless ok
   end
 end

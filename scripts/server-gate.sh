@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# The server gate: a real forking server, end to end, under each GC.
+#   1. bench/setup.sh, if bench/.gems lacks a gem the workload needs (a fresh clone has none: it
+#      installs the Debian packages and the pinned gems, Puma and Rails among them);
+#   2. bench/workloads/puma_cluster.rb --quick under RUBY_GC_LIBRARY=mosaic and default: Puma in
+#      cluster mode (2 workers, preload_app!, Process.warmup before the fork) serves the bench's
+#      Rails app on 127.0.0.1; 300 requests over keep-alive connections, every status, body and
+#      serving GC checked; no worker restarted; SIGTERM stops the server with exit status 0 (a
+#      worker that outlives SIGTERM by 10 s, which Puma then kills, is shown as a warning).
+# Prints PASS/FAIL lines (with the setup's and each run's seconds); exits 1 on any failure.
+# MOSAIC_SERVER_GCS="mosaic default" the GCs; MOSAIC_SERVER_REQUESTS (300) the requests per run.
+source "$(dirname "$0")/lib.sh"
+set +e
+GEM_DIR="$MOSAIC_ROOT/bench/.gems"
+WORKLOAD="$MOSAIC_ROOT/bench/workloads/puma_cluster.rb"
+GCS=${MOSAIC_SERVER_GCS:-"mosaic default"}
+REQUESTS=${MOSAIC_SERVER_REQUESTS:-300}
+unset MOSAIC_BENCH_FIGURES MOSAIC_BENCH_QUICK
+scratch=$(mktemp -d)
+trap 'rm -rf "$scratch"' EXIT
+failed=0
+pass() { echo "PASS  $*"; }
+fail() { echo "FAIL  $*"; failed=1; }
+
+have_gems() {
+  "$MOSAIC_RUBY" -e 'Gem.use_paths(ARGV[0], [ARGV[0]])
+    %w[puma railties actionpack actionview activerecord sqlite3].each { |g| gem g }' "$GEM_DIR" 2>/dev/null
+}
+
+# 1. The gems.
+if have_gems; then
+  pass "bench/.gems has Puma and Rails"
+else
+  t=$SECONDS
+  if "$MOSAIC_ROOT/bench/setup.sh" >"$scratch/setup.log" 2>&1 && have_gems; then
+    pass "bench/setup.sh installed the gems ($((SECONDS - t))s)"
+  else
+    fail "bench/setup.sh ($((SECONDS - t))s)"; tail -20 "$scratch/setup.log"
+    echo "FAIL  server gate"; exit 1
+  fi
+fi
+
+# 2. The server under each GC.
+for gc in $GCS; do
+  if ! msg=$(assert_gc_loads "$gc"); then fail "loads +GC[$gc]: $msg"; continue; fi
+  t=$SECONDS
+  RUBY_GC_LIBRARY=$gc "$MOSAIC_RUBY" "$WORKLOAD" --quick --requests "$REQUESTS" >"$scratch/$gc.log" 2>&1
+  rc=$?
+  secs=$((SECONDS - t))
+  summary=$(grep '^puma-cluster: .* requests, ' "$scratch/$gc.log" | tail -1)
+  if [ $rc = 0 ] && [[ "$summary" == *"GC $gc;"* ]]; then
+    rate=$(awk '$1 == "requests/s" { print $2 }' "$scratch/$gc.log")
+    stop=$(awk '$1 == "shutdown" { print $2 }' "$scratch/$gc.log")
+    pass "puma cluster under $gc: $REQUESTS requests checked, $rate req/s, workers on $gc, none restarted, exit 0 ${stop}s after SIGTERM (${secs}s)"
+    grep '^puma-cluster: WARNING' "$scratch/$gc.log" | sed 's/^/      /' || true
+  elif [ $rc = 77 ]; then
+    fail "puma cluster under $gc: skipped: $(grep '^SKIP' "$scratch/$gc.log")"
+  else
+    fail "puma cluster under $gc: exit $rc (${secs}s)"; tail -30 "$scratch/$gc.log"
+  fi
+done
+
+[ $failed = 0 ] && echo "PASS  server gate" || { echo "FAIL  server gate"; exit 1; }
