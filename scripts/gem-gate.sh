@@ -18,25 +18,22 @@ NAME=mosaic_gem
 LIB="$MOSAIC_GC_DIR/librubygc.$NAME.so"
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"; rm -f "$LIB"' EXIT
-failed=0
-pass() { echo "PASS  $*"; }
-fail() { echo "FAIL  $*"; failed=1; }
 
 # 1. Build the gem from the files the gemspec lists.
 version=$(cat "$MOSAIC_ROOT/VERSION")
 if (cd "$MOSAIC_ROOT" && "$GEM" build mosaic-gc.gemspec --output "$scratch/mosaic-gc.gem") >"$scratch/build.log" 2>&1; then
-  pass "gem build: mosaic-gc-$version ($(tar -xOf "$scratch/mosaic-gc.gem" data.tar.gz | tar -tz | wc -l) files)"
+  check_pass "gem build: mosaic-gc-$version ($(tar -xOf "$scratch/mosaic-gc.gem" data.tar.gz | tar -tz | wc -l) files)"
 else
-  fail "gem build"; tail -20 "$scratch/build.log"
+  check_fail "gem build"; tail -20 "$scratch/build.log"
 fi
 
 # 2. Install it (compiles; installs into the modular GC dir).
 rm -f "$LIB"
 if MOSAIC_GEM_GC_NAME=$NAME GEM_HOME="$scratch/gems" GEM_PATH="$scratch/gems" \
      "$GEM" install --local --no-document "$scratch/mosaic-gc.gem" >"$scratch/install.log" 2>&1 && [ -f "$LIB" ]; then
-  pass "gem install: $LIB"
+  check_pass "gem install: $LIB"
 else
-  fail "gem install"; tail -20 "$scratch/install.log"
+  check_fail "gem install"; tail -20 "$scratch/install.log"
   find "$scratch/gems" -name gem_make.out -exec tail -20 {} \; 2>/dev/null
 fi
 
@@ -50,35 +47,35 @@ if out=$(RUBY_GC_LIBRARY=$NAME "$MOSAIC_RUBY" -e '
   data.each_with_index { |(i, s, h), j| raise "lost #{j}" unless i == j && s == "s#{j}" && h[:k] == j }
   GC.verify_internal_consistency
   puts "#{GC.count} GCs"' $NAME 2>&1) && assert_gc_loads $NAME >/dev/null; then
-  pass "loads +GC[$NAME], collects and compacts: $out"
+  check_pass "loads +GC[$NAME], collects and compacts: $out"
 else
-  fail "load: $out"
+  check_fail "load: $out"
 fi
 
 # 4. Uninstall removes the library.
 if GEM_HOME="$scratch/gems" GEM_PATH="$scratch/gems" "$GEM" uninstall -x mosaic-gc >"$scratch/uninstall.log" 2>&1 && [ ! -e "$LIB" ]; then
-  pass "gem uninstall removed $LIB"
+  check_pass "gem uninstall removed $LIB"
 else
-  fail "gem uninstall (library left: $([ -e "$LIB" ] && echo yes || echo no))"; tail -10 "$scratch/uninstall.log"
+  check_fail "gem uninstall (library left: $([ -e "$LIB" ] && echo yes || echo no))"; tail -10 "$scratch/uninstall.log"
 fi
 
 # 5. Bad input: one line, non-zero, nothing installed.
 if MOSAIC_GEM_GC_NAME=bad-name GEM_HOME="$scratch/gems2" GEM_PATH="$scratch/gems2" \
      "$GEM" install --local --no-document "$scratch/mosaic-gc.gem" >"$scratch/bad.log" 2>&1; then
-  fail "gem install with MOSAIC_GEM_GC_NAME=bad-name succeeded"
+  check_fail "gem install with MOSAIC_GEM_GC_NAME=bad-name succeeded"
 elif grep -rq "mosaic-gc: MOSAIC_GEM_GC_NAME=\"bad-name\"" "$scratch/bad.log" "$scratch/gems2" 2>/dev/null && [ ! -e "$MOSAIC_GC_DIR/librubygc.bad-name.so" ]; then
-  pass "a bad MOSAIC_GEM_GC_NAME is refused in one line"
+  check_pass "a bad MOSAIC_GEM_GC_NAME is refused in one line"
 else
-  fail "bad MOSAIC_GEM_GC_NAME: no clear refusal"; tail -10 "$scratch/bad.log"
+  check_fail "bad MOSAIC_GEM_GC_NAME: no clear refusal"; tail -10 "$scratch/bad.log"
 fi
 
 # 6. make install's refusals, each one line and a non-zero exit: a Ruby that is not 3.4 (Debian's
 #    own, when the machine has one), no such Ruby, no C compiler, a GC directory it cannot write.
 refused() { # expected-text command...
   local want=$1 out; shift
-  if out=$("$@" 2>&1); then fail "not refused: $*"; return; fi
-  if grep -q "$want" <<<"$out"; then pass "refused in one line: $(grep "$want" <<<"$out" | head -1 | cut -c1-110)"
-  else fail "refused without saying \"$want\": $*: $(tail -3 <<<"$out")"; fi
+  if out=$("$@" 2>&1); then check_fail "not refused: $*"; return; fi
+  if grep -q "$want" <<<"$out"; then check_pass "refused in one line: $(grep "$want" <<<"$out" | head -1 | cut -c1-110)"
+  else check_fail "refused without saying \"$want\": $*: $(tail -3 <<<"$out")"; fi
 }
 if [ -x /usr/bin/ruby ] && ! /usr/bin/ruby -e 'exit RUBY_VERSION.start_with?("3.4.") ? 0 : 1'; then
   refused "Mosaic builds only for Ruby 3.4" "$MOSAIC_ROOT/scripts/ruby-check.sh" /usr/bin/ruby
@@ -87,4 +84,4 @@ refused "no such program" "$MOSAIC_ROOT/scripts/ruby-check.sh" /nonexistent/bin/
 refused "mosaic: no C compiler" make --no-print-directory -C "$MOSAIC_ROOT" lib RUBY="$MOSAIC_RUBY" CC=/nonexistent/cc BUILD=build/gem-gate
 refused "mosaic: cannot write /proc/mosaic-gate" make --no-print-directory -C "$MOSAIC_ROOT" install RUBY="$MOSAIC_RUBY" GC_DIR=/proc/mosaic-gate
 
-[ $failed = 0 ] && echo "PASS  gem gate" || { echo "FAIL  gem gate"; exit 1; }
+[ $checks_failed = 0 ] && echo "PASS  gem gate" || { echo "FAIL  gem gate"; exit 1; }

@@ -4,6 +4,12 @@ MOSAIC_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 eval "$("$MOSAIC_ROOT/scripts/toolchain.sh" env)"
 export MOSAIC_RUBY MOSAIC_RUBY_SRC MOSAIC_GC_DIR MOSAIC_ROOT
 
+# A script gate's checks, one PASS or FAIL line each; check_fail records the failure in
+# $checks_failed (the gate's last line and exit status follow it).
+checks_failed=0
+check_pass() { echo "PASS  $*"; }
+check_fail() { echo "FAIL  $*"; checks_failed=1; }
+
 # Fails unless the Ruby really loads GC library $1.
 assert_gc_loads() {
   local v

@@ -18,9 +18,6 @@ REQUESTS=${MOSAIC_SERVER_REQUESTS:-300}
 unset MOSAIC_BENCH_FIGURES MOSAIC_BENCH_QUICK
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
-failed=0
-pass() { echo "PASS  $*"; }
-fail() { echo "FAIL  $*"; failed=1; }
 
 have_gems() {
   "$MOSAIC_RUBY" -e 'Gem.use_paths(ARGV[0], [ARGV[0]])
@@ -29,20 +26,20 @@ have_gems() {
 
 # 1. The gems.
 if have_gems; then
-  pass "bench/.gems has Puma and Rails"
+  check_pass "bench/.gems has Puma and Rails"
 else
   t=$SECONDS
   if "$MOSAIC_ROOT/bench/setup.sh" >"$scratch/setup.log" 2>&1 && have_gems; then
-    pass "bench/setup.sh installed the gems ($((SECONDS - t))s)"
+    check_pass "bench/setup.sh installed the gems ($((SECONDS - t))s)"
   else
-    fail "bench/setup.sh ($((SECONDS - t))s)"; tail -20 "$scratch/setup.log"
+    check_fail "bench/setup.sh ($((SECONDS - t))s)"; tail -20 "$scratch/setup.log"
     echo "FAIL  server gate"; exit 1
   fi
 fi
 
 # 2. The server under each GC.
 for gc in $GCS; do
-  if ! msg=$(assert_gc_loads "$gc"); then fail "loads +GC[$gc]: $msg"; continue; fi
+  if ! msg=$(assert_gc_loads "$gc"); then check_fail "loads +GC[$gc]: $msg"; continue; fi
   t=$SECONDS
   RUBY_GC_LIBRARY=$gc "$MOSAIC_RUBY" "$WORKLOAD" --quick --requests "$REQUESTS" >"$scratch/$gc.log" 2>&1
   rc=$?
@@ -51,13 +48,13 @@ for gc in $GCS; do
   if [ $rc = 0 ] && [[ "$summary" == *"GC $gc;"* ]]; then
     rate=$(awk '$1 == "requests/s" { print $2 }' "$scratch/$gc.log")
     stop=$(awk '$1 == "shutdown" { print $2 }' "$scratch/$gc.log")
-    pass "puma cluster under $gc: $REQUESTS requests checked, $rate req/s, workers on $gc, none restarted, exit 0 ${stop}s after SIGTERM (${secs}s)"
+    check_pass "puma cluster under $gc: $REQUESTS requests checked, $rate req/s, workers on $gc, none restarted, exit 0 ${stop}s after SIGTERM (${secs}s)"
     grep '^puma-cluster: WARNING' "$scratch/$gc.log" | sed 's/^/      /' || true
   elif [ $rc = 77 ]; then
-    fail "puma cluster under $gc: skipped: $(grep '^SKIP' "$scratch/$gc.log")"
+    check_fail "puma cluster under $gc: skipped: $(grep '^SKIP' "$scratch/$gc.log")"
   else
-    fail "puma cluster under $gc: exit $rc (${secs}s)"; tail -30 "$scratch/$gc.log"
+    check_fail "puma cluster under $gc: exit $rc (${secs}s)"; tail -30 "$scratch/$gc.log"
   fi
 done
 
-[ $failed = 0 ] && echo "PASS  server gate" || { echo "FAIL  server gate"; exit 1; }
+[ $checks_failed = 0 ] && echo "PASS  server gate" || { echo "FAIL  server gate"; exit 1; }
