@@ -199,10 +199,11 @@ test: install install-check install-asan install-tsan install-histogram
 	@scripts/test.sh
 
 # The quick test command, for a contributor's inner loop: the C unit tests, Mosaic's suite,
-# bootstraptest and the GC-critical test-all files under both GCs, and the gem gate. CI runs
+# bootstraptest and the GC-critical test-all files under both GCs, the gem, prefix and server
+# gates. CI runs
 # make test.
 test-quick: install
-	@MOSAIC_GATES="ctest unit btest gem server testall" scripts/test.sh
+	@MOSAIC_GATES="ctest unit btest gem prefix server testall" scripts/test.sh
 
 # Mosaic's own suite (test/*.rb) under default and mosaic: the unit gate alone.
 test-unit: install

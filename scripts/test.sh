@@ -30,15 +30,18 @@
 #  14. the server gate: Puma in cluster mode (2 workers, preload_app!, Process.warmup) serves the
 #      bench's Rails app over loopback under mosaic and default, every answer and the serving GC
 #      checked, no restart, exit 0 on SIGTERM (bench/setup.sh first if the gems are missing)
-#      -- scripts/server-gate.sh.
+#      -- scripts/server-gate.sh;
+#  15. the prefix gate: make install RUBY=... from the toolchain's installed prefix alone (its
+#      source tree hidden in a private mount namespace), loaded, test/smoke.rb and the boot and
+#      API tests passed -- scripts/prefix-gate.sh.
 # Prints one line per gate and a closing "N passed, N failed" line; exits non-zero on failure.
-# MOSAIC_GATES chooses gates (default "ctest unit btest gem server testall-full spec diff compact stress asan races tsan"; "testall" is
+# MOSAIC_GATES chooses gates (default "ctest unit btest gem prefix server testall-full spec diff compact stress asan races tsan"; "testall" is
 # the GC-critical test-all files under default and mosaic, a quicker subset of testall-full);
 # MOSAIC_GCS="default mosaic" the GCs for the unit, btest and testall gates; MOSAIC_COMPACT_GC
 # (mosaic) the library of the compact gate.
 source "$(dirname "$0")/lib.sh"
 set +e
-GATES=${MOSAIC_GATES:-"ctest unit btest gem server testall-full spec diff compact stress asan races tsan"}
+GATES=${MOSAIC_GATES:-"ctest unit btest gem prefix server testall-full spec diff compact stress asan races tsan"}
 GCS=${MOSAIC_GCS:-"default mosaic"}
 LOGS=${MOSAIC_LOG_DIR:-$MOSAIC_ROOT/build/test-logs}
 mkdir -p "$LOGS"
@@ -136,6 +139,9 @@ script_gate() { # name command...
 }
 if [[ " $GATES " == *" gem "* ]]; then
   script_gate gem "$MOSAIC_ROOT/scripts/gem-gate.sh"
+fi
+if [[ " $GATES " == *" prefix "* ]]; then
+  script_gate prefix "$MOSAIC_ROOT/scripts/prefix-gate.sh"
 fi
 if [[ " $GATES " == *" server "* ]]; then
   script_gate server "$MOSAIC_ROOT/scripts/server-gate.sh"
