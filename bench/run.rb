@@ -89,6 +89,9 @@ BENCHMARKS = [
   Benchmark.new(name: "puma-cluster", script: "puma_cluster.rb",
                 about: "Puma cluster (2 workers, preload, Process.warmup) serving the Rails app over loopback " \
                        "(req/s, latency, worker PSS/Private_Dirty)"),
+  Benchmark.new(name: "sidekiq-jobs", script: "sidekiq_jobs.rb",
+                about: "Sidekiq (5 threads) on a private redis-server: 20000 jobs (JSON, sort, format, SHA-256), " \
+                       "every result checked (jobs/s, latency, Sidekiq's peak RSS and GCs)"),
   Benchmark.new(name: "compact-burst", script: "compact_burst.rb",
                 about: "GC.compact on a heap fragmented by a burst (1M mixed objects, 90% dropped; pages freed, ms)"),
   Benchmark.new(name: "bulk-writes-marking", script: "bulk_writes_marking.rb",
@@ -301,8 +304,9 @@ ruby_versions = configs.to_h do |spec, cfg|
   [spec, out]
 end
 
-unless Dir.exist?(File.join(BENCH_DIR, ".gems")) || (selected.map(&:script) & %w[liquid.rb rails.rb prefork.rb puma_cluster.rb]).empty?
-  warn "bench/run.rb: bench/.gems is missing: the liquid, rails, prefork and puma-cluster benchmarks will skip. " \
+unless Dir.exist?(File.join(BENCH_DIR, ".gems")) ||
+       (selected.map(&:script) & %w[liquid.rb rails.rb prefork.rb puma_cluster.rb sidekiq_jobs.rb]).empty?
+  warn "bench/run.rb: bench/.gems is missing: the liquid, rails, prefork, puma-cluster and sidekiq-jobs benchmarks will skip. " \
        "Run bench/setup.sh (or bench/run.rb --setup) first."
 end
 if selected.any? { |b| b.script == "ruby_bench.rb" } && ENV["RUBY_BENCH_DIR"].to_s.empty? &&

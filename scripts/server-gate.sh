@@ -1,32 +1,41 @@
 #!/usr/bin/env bash
-# The server gate: a real forking server, end to end, under each GC.
-#   1. bench/setup.sh, if bench/.gems lacks a gem the workload needs (a fresh clone has none: it
-#      installs the Debian packages and the pinned gems, Puma and Rails among them);
+# The server gate: a real forking server and a real job server, end to end, under each GC.
+#   1. bench/setup.sh, if bench/.gems lacks a gem the workloads need or redis-server is missing (a
+#      fresh clone has no gems: it installs the Debian packages and the pinned gems, Puma, Rails
+#      and Sidekiq among them);
 #   2. bench/workloads/puma_cluster.rb --quick under RUBY_GC_LIBRARY=mosaic and default: Puma in
 #      cluster mode (2 workers, preload_app!, Process.warmup before the fork) serves the bench's
 #      Rails app on 127.0.0.1; 300 requests over keep-alive connections, every status, body and
 #      serving GC checked; no worker restarted; SIGTERM stops the server with exit status 0 (a
-#      worker that outlives SIGTERM by 10 s, which Puma then kills, is shown as a warning).
+#      worker that outlives SIGTERM by 10 s, which Puma then kills, is shown as a warning);
+#   3. bench/workloads/sidekiq_jobs.rb --quick under each GC: a Sidekiq process (5 threads) on a
+#      private redis-server runs 400 jobs; every job's result checked against the digest the
+#      workload computes itself and naming the run's GC; SIGTERM stops Sidekiq with exit status 0.
 # Prints PASS/FAIL lines (with the setup's and each run's seconds); exits 1 on any failure.
-# MOSAIC_SERVER_GCS="mosaic default" the GCs; MOSAIC_SERVER_REQUESTS (300) the requests per run.
+# MOSAIC_SERVER_GCS="mosaic default" the GCs; MOSAIC_SERVER_REQUESTS (300) the requests per run;
+# MOSAIC_SERVER_JOBS (400) the jobs per run.
 source "$(dirname "$0")/lib.sh"
 set +e
 GEM_DIR="$MOSAIC_ROOT/bench/.gems"
 WORKLOAD="$MOSAIC_ROOT/bench/workloads/puma_cluster.rb"
+JOBS_WORKLOAD="$MOSAIC_ROOT/bench/workloads/sidekiq_jobs.rb"
 GCS=${MOSAIC_SERVER_GCS:-"mosaic default"}
 REQUESTS=${MOSAIC_SERVER_REQUESTS:-300}
+JOBS=${MOSAIC_SERVER_JOBS:-400}
 unset MOSAIC_BENCH_FIGURES MOSAIC_BENCH_QUICK
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
 
 have_gems() {
+  command -v redis-server >/dev/null &&
   "$MOSAIC_RUBY" -e 'Gem.use_paths(ARGV[0], [ARGV[0]])
-    %w[puma railties actionpack actionview activerecord sqlite3].each { |g| gem g }' "$GEM_DIR" 2>/dev/null
+    %w[puma railties actionpack actionview activerecord sqlite3].each { |g| gem g }
+    gem "connection_pool", "< 3"; gem "sidekiq"' "$GEM_DIR" 2>/dev/null
 }
 
 # 1. The gems.
 if have_gems; then
-  check_pass "bench/.gems has Puma and Rails"
+  check_pass "bench/.gems has Puma, Rails and Sidekiq; redis-server is installed"
 else
   t=$SECONDS
   if "$MOSAIC_ROOT/bench/setup.sh" >"$scratch/setup.log" 2>&1 && have_gems; then
@@ -37,7 +46,7 @@ else
   fi
 fi
 
-# 2. The server under each GC.
+# 2. The servers under each GC.
 for gc in $GCS; do
   if ! msg=$(assert_gc_loads "$gc"); then check_fail "loads +GC[$gc]: $msg"; continue; fi
   t=$SECONDS
@@ -54,6 +63,21 @@ for gc in $GCS; do
     check_fail "puma cluster under $gc: skipped: $(grep '^SKIP' "$scratch/$gc.log")"
   else
     check_fail "puma cluster under $gc: exit $rc (${secs}s)"; tail -30 "$scratch/$gc.log"
+  fi
+
+  t=$SECONDS
+  RUBY_GC_LIBRARY=$gc "$MOSAIC_RUBY" "$JOBS_WORKLOAD" --quick --jobs "$JOBS" >"$scratch/$gc.jobs.log" 2>&1
+  rc=$?
+  secs=$((SECONDS - t))
+  summary=$(grep '^sidekiq-jobs: .* jobs checked, ' "$scratch/$gc.jobs.log" | tail -1)
+  if [ $rc = 0 ] && [[ "$summary" == *"GC $gc;"* ]]; then
+    rate=$(awk '$1 == "jobs/s" { print $2 }' "$scratch/$gc.jobs.log")
+    stop=$(awk '$1 == "shutdown" { print $2 }' "$scratch/$gc.jobs.log")
+    check_pass "sidekiq under $gc: $JOBS jobs' results checked, $rate jobs/s, Sidekiq on $gc, exit 0 ${stop}s after SIGTERM (${secs}s)"
+  elif [ $rc = 77 ]; then
+    check_fail "sidekiq under $gc: skipped: $(grep '^SKIP' "$scratch/$gc.jobs.log")"
+  else
+    check_fail "sidekiq under $gc: exit $rc (${secs}s)"; tail -30 "$scratch/$gc.jobs.log"
   fi
 done
 

@@ -29,8 +29,9 @@
 #      uninstalled, and make install's refusals -- scripts/gem-gate.sh;
 #  14. the server gate: Puma in cluster mode (2 workers, preload_app!, Process.warmup) serves the
 #      bench's Rails app over loopback under mosaic and default, every answer and the serving GC
-#      checked, no restart, exit 0 on SIGTERM (bench/setup.sh first if the gems are missing)
-#      -- scripts/server-gate.sh;
+#      checked, no restart, exit 0 on SIGTERM; then Sidekiq on a private redis-server runs 400
+#      jobs under each GC, every result checked, exit 0 on SIGTERM (bench/setup.sh first if the
+#      gems or redis-server are missing) -- scripts/server-gate.sh;
 #  15. the prefix gate: make install RUBY=... from the toolchain's installed prefix alone (its
 #      source tree hidden in a private mount namespace), loaded, test/smoke.rb and the boot and
 #      API tests passed -- scripts/prefix-gate.sh.

@@ -69,13 +69,14 @@ module Bench
       exit!(SKIP_STATUS) # no at_exit hooks: nothing was measured
     end
 
-    # Activates the gems bench/setup.sh installed into bench/.gems (not the machine's own).
+    # Activates the gems bench/setup.sh installed into bench/.gems (not the machine's own). A gem
+    # is a name, or [name, requirement] (activated before a later gem that depends on it).
     def use_gems(*names)
       Gem.use_paths(GEM_DIR, [GEM_DIR])
       names.each do |n|
-        gem n
+        gem(*Array(n))
       rescue Gem::LoadError, Gem::MissingSpecError => e
-        skip("gem #{n} is not installed in bench/.gems (run bench/setup.sh): #{e.message.lines.first.strip}")
+        skip("gem #{Array(n).join(" ")} is not installed in bench/.gems (run bench/setup.sh): #{e.message.lines.first.strip}")
       end
     end
 
