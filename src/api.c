@@ -43,6 +43,7 @@ rb_gc_impl_objspace_free(void *objspace_ptr)
 {
     mosaic_objspace_t *objspace = objspace_ptr;
     mosaic_bg_sweep_free(objspace);
+    mosaic_free_handoff_free(objspace);
     mosaic_heap_free_all(objspace);
     mosaic_mark_workers_stop(objspace);
     mosaic_mark_stack_free(&objspace->mark.main_marker.stack);

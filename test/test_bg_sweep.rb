@@ -334,6 +334,35 @@ class TestMosaicBackgroundSweep < Test::Unit::TestCase
     RUBY
   end
 
+  # Blocks of more than 128 bytes that dead objects held are not freed by the thread: it hands
+  # them to the Ruby thread (src/threads/free_handoff.c), which frees them before its next
+  # mallocs and allocation refills, and all of them when a sweep ends or the next one is
+  # prepared. Every handed-over block must be freed: glibc's bytes in use come back to where
+  # they were after rounds of 4-8 KB buffers that die (half a GiB in all), and the mutator
+  # must not free a block twice or lose one (strings made from the freed memory stay intact).
+  def test_frees_handed_to_the_mutator_all_happen
+    omit "Mosaic's background sweeper" unless mosaic?
+    omit "glibc only" unless GC.stat(:mosaic_libc_in_use_bytes).to_i > 0
+    omit "reads glibc's bytes in use, which the sanitizer's allocator does not report" if sanitized_build?
+    assert_gc_script(<<~'RUBY', env: BG, timeout: 300)
+      keep = Array.new(2_000) { |i| "keep #{i} ".ljust(5_000, "k") }
+      GC.start
+      in_use = GC.stat(:mosaic_libc_in_use_bytes)
+      rounds(100).times do |r|
+        # 5 MB of buffers that die, under a lazy sweep the thread takes pages of.
+        1_000.times { |i| String.new("r#{r}-#{i} ", capacity: 4_096 + (i % 4) * 1_024) << "x" * 3_000 }
+        GC.start(immediate_sweep: false) if r % 4 == 0
+        keep[r % 2_000] = "keep #{r % 2_000} ".ljust(5_000, "k")
+      end
+      GC.start
+      assert_operator GC.stat(:mosaic_background_handed_over_blocks), :>, 1_000, "the thread handed over next to nothing"
+      grown = GC.stat(:mosaic_libc_in_use_bytes) - in_use
+      assert_operator grown, :<, 4 << 20, "blocks handed to the mutator were not all freed"
+      keep.each_with_index { |s, i| assert_equal "keep #{i} ".ljust(5_000, "k"), s }
+      GC.verify_internal_consistency
+    RUBY
+  end
+
   def test_background_sweep_can_be_turned_off
     omit "Mosaic's background sweeper" unless mosaic?
     assert_gc_script(PRELUDE + <<~'RUBY', env: BG.merge("MOSAIC_BACKGROUND_SWEEP" => "0"))
@@ -341,6 +370,7 @@ class TestMosaicBackgroundSweep < Test::Unit::TestCase
       garbage(50_000, 9)
       assert_equal 0, GC.stat(:mosaic_background_sweeps)
       assert_equal 0, GC.stat(:mosaic_background_freed_objects)
+      assert_equal 0, GC.stat(:mosaic_background_handed_over_blocks)
     RUBY
   end
 end

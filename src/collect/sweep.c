@@ -300,6 +300,7 @@ mosaic_sweep_prepare(mosaic_objspace_t *objspace)
 {
     objspace->incremental.reserving = mosaic_incremental_wanted(objspace);
     mosaic_bg_sweep_stop(objspace);   /* idle already (the previous sweep finished); the list is rebuilt */
+    mosaic_free_handoff_drain_all(objspace);   /* what the thread freed last cycle, before this one's */
     for (int i = 0; i < MOSAIC_HEAP_COUNT; i++) {
         struct mosaic_heap *heap = &objspace->heaps[i];
         for (int b = 0; b < MOSAIC_FREE_BUCKETS; b++) heap->free_pages[b] = NULL;
@@ -334,6 +335,7 @@ mosaic_sweep_rest(mosaic_objspace_t *objspace)
         }
     }
     mosaic_bg_sweep_stop(objspace);
+    mosaic_free_handoff_drain_all(objspace);   /* a whole sweep done: its frees too */
     update_lazy_sweeping(objspace);
 }
 

@@ -47,7 +47,7 @@
     X(mosaic_fragmentation_compact_count) X(mosaic_compact_freed_pages) \
     X(mosaic_gc_threads) X(mosaic_parallel_marks) X(mosaic_parallel_mark_offers) X(mosaic_parallel_marked_by_threads) \
     X(mosaic_incremental_marks) X(mosaic_incremental_steps) X(mosaic_incremental_forced_finishes) \
-    X(mosaic_incremental_parallel_steps) X(mosaic_incremental_catch_up_steps) X(mosaic_incremental_retraced_objects) X(mosaic_incremental_retrace_queue_max) X(mosaic_race_delays) X(mosaic_peak_mark_stack_bytes) X(mosaic_held_back_slots) X(mosaic_background_sweeps) X(mosaic_background_swept_pages) \
+    X(mosaic_incremental_parallel_steps) X(mosaic_incremental_catch_up_steps) X(mosaic_incremental_retraced_objects) X(mosaic_incremental_retrace_queue_max) X(mosaic_race_delays) X(mosaic_peak_mark_stack_bytes) X(mosaic_held_back_slots) X(mosaic_background_sweeps) X(mosaic_background_swept_pages) X(mosaic_background_handed_over_blocks) \
     X(mosaic_background_freed_objects) X(mosaic_background_sweep_cpu_time)
 
 /* Plus, for every field of the memory breakdown (mosaic.h), mosaic_<name>_bytes (now) and
@@ -228,6 +228,8 @@ mosaic_stat(mosaic_objspace_t *objspace, VALUE hash_or_sym)
     FIGURE(mosaic_held_back_slots, held_back_slots);
     FIGURE(mosaic_background_sweeps, st->background_sweeps);
     FIGURE(mosaic_background_swept_pages, bg_pages);
+    FIGURE(mosaic_background_handed_over_blocks,
+           __atomic_load_n(&objspace->threads.free_handoff.deferred_blocks, __ATOMIC_RELAXED));
     FIGURE(mosaic_background_freed_objects, st->background_freed_objects);
     FIGURE(mosaic_background_sweep_cpu_time, bg_cpu_ns / 1000000);
     /* The breakdown: measured now for a single key of it (RSS read, mallinfo2's walk of

@@ -144,6 +144,7 @@ void *
 rb_gc_impl_malloc(void *objspace_ptr, size_t size)
 {
     mosaic_objspace_t *objspace = objspace_ptr;
+    if (objspace) mosaic_free_handoff_drain_some(objspace);
     collect_for_stress(objspace);
     void *mem = malloc(size ? size : 1);
     if (RB_UNLIKELY(!mem) && collect_for_retry(objspace)) mem = malloc(size ? size : 1);
@@ -156,6 +157,7 @@ void *
 rb_gc_impl_calloc(void *objspace_ptr, size_t size)
 {
     mosaic_objspace_t *objspace = objspace_ptr;
+    if (objspace) mosaic_free_handoff_drain_some(objspace);
     collect_for_stress(objspace);
     void *mem = calloc(1, size ? size : 1);
     if (RB_UNLIKELY(!mem) && collect_for_retry(objspace)) mem = calloc(1, size ? size : 1);
@@ -192,7 +194,8 @@ rb_gc_impl_free(void *objspace_ptr, void *ptr, size_t old_size)
 {
     if (!ptr) return;
     old_size = malloc_usable_size(ptr);
-    free(ptr);
+    /* On the background sweeper, a large block waits for the mutator (free_handoff.c). */
+    if (!objspace_ptr || !mosaic_free_handoff_defer(objspace_ptr, ptr, old_size)) free(ptr);
     mosaic_malloc_decrease(objspace_ptr, old_size);
     count_freed_pages(objspace_ptr, old_size);
 }

@@ -178,6 +178,7 @@ cache_refill(mosaic_objspace_t *objspace, struct mosaic_cache *cache, size_t hea
 {
     struct mosaic_heap *heap = &objspace->heaps[heap_index];
     struct mosaic_free_slot *slot = NULL;
+    mosaic_free_handoff_drain_some(objspace);   /* the background sweeper's frees (free_handoff.c) */
     unsigned int lev = rb_gc_vm_lock();
 
     /* A collection empties this cache; a slot another path left there is still good. */

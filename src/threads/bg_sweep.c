@@ -39,6 +39,12 @@
 
 #include "core/mosaic.h"
 
+/* Whether the thread hands its frees of large blocks to the mutator (free_handoff.c). A
+ * benchmark variant may build without: -DMOSAIC_FREE_HANDOFF_DEFAULT=0. */
+#ifndef MOSAIC_FREE_HANDOFF_DEFAULT
+# define MOSAIC_FREE_HANDOFF_DEFAULT 1
+#endif
+
 struct mosaic_bg_sweep {
     pthread_mutex_t lock;
     pthread_cond_t cond;             /* the thread waits for a cycle; the mutator for it to stop */
@@ -66,6 +72,9 @@ sweeper_main(void *arg)
     struct mosaic_bg_sweep *bg = arg;
     unsigned long seen = 0;
     mosaic_gc_thread_begin("mosaic-sweep");
+#if MOSAIC_FREE_HANDOFF_DEFAULT
+    mosaic_free_handoff_thread_begin();
+#endif
 
     pthread_mutex_lock(&bg->lock);
     for (;;) {
@@ -82,6 +91,7 @@ sweeper_main(void *arg)
             struct mosaic_page *page = __atomic_exchange_n(&bg->pages[i], NULL, __ATOMIC_ACQ_REL);
             if (!page) continue;
             mosaic_sweep_page_background(bg->objspace, page);
+            mosaic_free_handoff_publish(bg->objspace);
             mosaic_race_point();   /* a mutator that claimed it spins on bg_done meanwhile */
             __atomic_store_n(&page->cycle->bg_done, true, __ATOMIC_RELEASE);
             swept++;

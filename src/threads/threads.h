@@ -1,6 +1,7 @@
 /*
  * threads.h: the GC threads that run beside the collector and the mutator: the parallel
- * markers (mark_workers.c) and the background sweeper (bg_sweep.c). Their state is opaque;
+ * markers (mark_workers.c) and the background sweeper (bg_sweep.c, and the frees it hands to
+ * the Ruby thread: free_handoff.c). Their state is opaque;
  * what they share with the mutator, and the rules for it: docs/DESIGN.md, "threads".
  */
 #ifndef MOSAIC_THREADS_H
@@ -11,11 +12,20 @@
 
 #pragma GCC visibility push(hidden)
 
+/* The frees the background sweeper hands to the mutator (free_handoff.c): stacks of batches. */
+struct mosaic_free_handoff {
+    struct mosaic_free_batch *full;  /* published batches of blocks to free */
+    struct mosaic_free_batch *spare; /* emptied batches, for the sweeper */
+    size_t batches;                  /* batches allocated */
+    size_t deferred_blocks;          /* blocks handed over, all cycles */
+};
+
 /* The GC threads: the parallel markers and the background sweeper, each opaque outside its
  * file, and the fork rule they share. */
 struct mosaic_gc_threads {
     struct mosaic_mark_workers *workers; /* parallel marking threads (mark_workers.c), or NULL */
     struct mosaic_bg_sweep *bg_sweep; /* the background sweeper (bg_sweep.c), or NULL */
+    struct mosaic_free_handoff free_handoff;
     size_t held_until_count;         /* no GC thread starts while stats.count <= this (mosaic_gc_threads_allowed) */
 };
 
@@ -41,6 +51,14 @@ void mosaic_bg_sweep_totals(mosaic_objspace_t *objspace, uint64_t *cpu_ns, size_
 void mosaic_bg_sweep_wait(mosaic_objspace_t *objspace);
 bool mosaic_bg_sweep_claim(mosaic_objspace_t *objspace, struct mosaic_page *page);
 void mosaic_bg_sweep_free(mosaic_objspace_t *objspace);
+
+/* free_handoff.c: the sweeper's frees of large blocks, done by the mutator */
+void mosaic_free_handoff_thread_begin(void);
+bool mosaic_free_handoff_defer(mosaic_objspace_t *objspace, void *block, size_t usable_size);
+void mosaic_free_handoff_publish(mosaic_objspace_t *objspace);
+void mosaic_free_handoff_drain_some(mosaic_objspace_t *objspace);
+void mosaic_free_handoff_drain_all(mosaic_objspace_t *objspace);
+void mosaic_free_handoff_free(mosaic_objspace_t *objspace);
 
 #pragma GCC visibility pop
 
