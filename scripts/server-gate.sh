@@ -47,37 +47,33 @@ else
 fi
 
 # 2. The servers under each GC.
+# Runs one workload under $gc: LABEL (for the messages), KEY (its log's name), SUMMARY (the regex
+# of its summary line), then the command. It passes when it exits 0 and the summary names this GC;
+# then $log is its log and $secs its seconds, for the pass line. A skip (77) or any other exit
+# fails, with the log's end.
+serve() {
+  local label=$1 key=$2 summary=$3 t=$SECONDS rc
+  shift 3
+  log="$scratch/$gc.$key.log"
+  RUBY_GC_LIBRARY=$gc "$MOSAIC_RUBY" "$@" >"$log" 2>&1
+  rc=$?
+  secs=$((SECONDS - t))
+  if [ $rc = 0 ] && [[ "$(grep "$summary" "$log" | tail -1)" == *"GC $gc;"* ]]; then return 0; fi
+  if [ $rc = 77 ]; then check_fail "$label under $gc: skipped: $(grep '^SKIP' "$log")"
+  else check_fail "$label under $gc: exit $rc (${secs}s)"; tail -30 "$log"; fi
+  return 1
+}
+# A figure of the latest run's log ("requests/s 519.5").
+figure() { awk -v name="$1" '$1 == name { print $2 }' "$log"; }
+
 for gc in $GCS; do
   if ! msg=$(assert_gc_loads "$gc"); then check_fail "loads +GC[$gc]: $msg"; continue; fi
-  t=$SECONDS
-  RUBY_GC_LIBRARY=$gc "$MOSAIC_RUBY" "$WORKLOAD" --quick --requests "$REQUESTS" >"$scratch/$gc.log" 2>&1
-  rc=$?
-  secs=$((SECONDS - t))
-  summary=$(grep '^puma-cluster: .* requests, ' "$scratch/$gc.log" | tail -1)
-  if [ $rc = 0 ] && [[ "$summary" == *"GC $gc;"* ]]; then
-    rate=$(awk '$1 == "requests/s" { print $2 }' "$scratch/$gc.log")
-    stop=$(awk '$1 == "shutdown" { print $2 }' "$scratch/$gc.log")
-    check_pass "puma cluster under $gc: $REQUESTS requests checked, $rate req/s, workers on $gc, none restarted, exit 0 ${stop}s after SIGTERM (${secs}s)"
-    grep '^puma-cluster: WARNING' "$scratch/$gc.log" | sed 's/^/      /' || true
-  elif [ $rc = 77 ]; then
-    check_fail "puma cluster under $gc: skipped: $(grep '^SKIP' "$scratch/$gc.log")"
-  else
-    check_fail "puma cluster under $gc: exit $rc (${secs}s)"; tail -30 "$scratch/$gc.log"
+  if serve "puma cluster" puma '^puma-cluster: .* requests, ' "$WORKLOAD" --quick --requests "$REQUESTS"; then
+    check_pass "puma cluster under $gc: $REQUESTS requests checked, $(figure requests/s) req/s, workers on $gc, none restarted, exit 0 $(figure shutdown)s after SIGTERM (${secs}s)"
+    grep '^puma-cluster: WARNING' "$log" | sed 's/^/      /' || true
   fi
-
-  t=$SECONDS
-  RUBY_GC_LIBRARY=$gc "$MOSAIC_RUBY" "$JOBS_WORKLOAD" --quick --jobs "$JOBS" >"$scratch/$gc.jobs.log" 2>&1
-  rc=$?
-  secs=$((SECONDS - t))
-  summary=$(grep '^sidekiq-jobs: .* jobs checked, ' "$scratch/$gc.jobs.log" | tail -1)
-  if [ $rc = 0 ] && [[ "$summary" == *"GC $gc;"* ]]; then
-    rate=$(awk '$1 == "jobs/s" { print $2 }' "$scratch/$gc.jobs.log")
-    stop=$(awk '$1 == "shutdown" { print $2 }' "$scratch/$gc.jobs.log")
-    check_pass "sidekiq under $gc: $JOBS jobs' results checked, $rate jobs/s, Sidekiq on $gc, exit 0 ${stop}s after SIGTERM (${secs}s)"
-  elif [ $rc = 77 ]; then
-    check_fail "sidekiq under $gc: skipped: $(grep '^SKIP' "$scratch/$gc.jobs.log")"
-  else
-    check_fail "sidekiq under $gc: exit $rc (${secs}s)"; tail -30 "$scratch/$gc.jobs.log"
+  if serve sidekiq jobs '^sidekiq-jobs: .* jobs checked, ' "$JOBS_WORKLOAD" --quick --jobs "$JOBS"; then
+    check_pass "sidekiq under $gc: $JOBS jobs' results checked, $(figure jobs/s) jobs/s, Sidekiq on $gc, exit 0 $(figure shutdown)s after SIGTERM (${secs}s)"
   fi
 done
 
