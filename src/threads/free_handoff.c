@@ -66,11 +66,7 @@ take_spare(struct mosaic_free_handoff *handoff)
     while (head && !__atomic_compare_exchange_n(&handoff->spare, &head, head->next, true,
                                                 __ATOMIC_ACQUIRE, __ATOMIC_ACQUIRE)) {
     }
-    if (!head) {
-        head = malloc(sizeof(*head));
-        if (!head) return NULL;
-        __atomic_fetch_add(&handoff->batches, 1, __ATOMIC_RELAXED);
-    }
+    if (!head && !(head = malloc(sizeof(*head)))) return NULL;
     head->count = 0;
     head->next = NULL;
     return head;
@@ -115,8 +111,7 @@ drain(mosaic_objspace_t *objspace, size_t max_batches)
         struct mosaic_free_batch *batch = taken;
         taken = batch->next;
         for (size_t i = 0; i < batch->count; i++) free(batch->blocks[i]);
-        batch->count = 0;
-        push(&handoff->spare, batch);
+        push(&handoff->spare, batch);   /* take_spare empties it */
     }
     while (taken) {
         struct mosaic_free_batch *batch = taken;
@@ -143,9 +138,8 @@ mosaic_free_handoff_drain_all(mosaic_objspace_t *objspace)
 void
 mosaic_free_handoff_free(mosaic_objspace_t *objspace)
 {
-    struct mosaic_free_handoff *handoff = &objspace->threads.free_handoff;
-    drain(objspace, SIZE_MAX);
-    struct mosaic_free_batch *batch = __atomic_exchange_n(&handoff->spare, NULL, __ATOMIC_ACQUIRE);
+    mosaic_free_handoff_drain_all(objspace);
+    struct mosaic_free_batch *batch = __atomic_exchange_n(&objspace->threads.free_handoff.spare, NULL, __ATOMIC_ACQUIRE);
     while (batch) {
         struct mosaic_free_batch *next = batch->next;
         free(batch);

@@ -16,7 +16,6 @@
 struct mosaic_free_handoff {
     struct mosaic_free_batch *full;  /* published batches of blocks to free */
     struct mosaic_free_batch *spare; /* emptied batches, for the sweeper */
-    size_t batches;                  /* batches allocated */
     size_t deferred_blocks;          /* blocks handed over, all cycles */
 };
 
