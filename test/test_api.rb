@@ -258,6 +258,15 @@ class TestMosaicApi < Test::Unit::TestCase
       assert_raise(TypeError) { GC.config(heap_free_slots: "many") }
       assert_raise(ArgumentError) { GC.config(heap_growth_factor: Float::INFINITY) }
       assert_raise(ArgumentError) { GC.config(oldobject_limit_factor: Float::NAN) }
+      # The GC-time bounds: shares of time, the lower not above the upper unless that is off.
+      assert_raise(ArgumentError) { GC.config(gc_time_max: 1.5) }
+      assert_raise(ArgumentError) { GC.config(gc_time_min: -0.1) }
+      e = assert_raise(ArgumentError) { GC.config(gc_time_min: 0.3, gc_time_max: 0.2) }
+      assert_match(/gc_time_min \(0.3\) must not exceed gc_time_max \(0.2\)/, e.message)
+      assert_equal cfg, GC.config
+      assert_equal [0.0, 0.3], GC.config(gc_time_max: 0, gc_time_min: 0.3).values_at(:gc_time_max, :gc_time_min)
+      assert_equal [0.1, 0.1], GC.config(gc_time_max: 0.1).values_at(:gc_time_max, :gc_time_min)
+      GC.config(gc_time_max: cfg[:gc_time_max], gc_time_min: cfg[:gc_time_min])
       assert_equal cfg, GC.config
       big = GC.config(malloc_limit_max: 2**70)[:malloc_limit_max]
       assert_kind_of Integer, big

@@ -35,15 +35,18 @@ class TestMosaicEnv < Test::Unit::TestCase
     # a ratio of 0; under the default floor, in steps. test_incremental.rb.)
     code = "ring = Array.new(150_000); 1_500_000.times { |n| ring[n % 150_000] = \"r\#{n}\" }; " \
            "print GC.stat(:mosaic_incremental_marks), ' ', GC.stat(:major_gc_count)"
+    # The room scale off: with less room while its first GCs are cheap, the ring runs 5-7
+    # majors instead of 13, too few to tell.
     %w[often -1].each do |bad|
-      out, err, status = run_with({ "MOSAIC_INCREMENTAL_RATIO" => bad, "MOSAIC_INCREMENTAL_LONG_MINOR" => "0" }, code)
+      out, err, status = run_with({ "MOSAIC_INCREMENTAL_RATIO" => bad, "MOSAIC_INCREMENTAL_LONG_MINOR" => "0",
+                                    "MOSAIC_GC_TIME_MIN" => "0" }, code)
       assert_predicate status, :success?, err
       assert_match(/\[mosaic\] (invalid value for MOSAIC_INCREMENTAL_RATIO: often|MOSAIC_INCREMENTAL_RATIO=-1\.0+ is ignored)/, err)
       marks, majors = out.split.map(&:to_i)
       assert_operator majors, :>, 3, "the pacer asked for too few majors to tell"
       assert_operator marks, :<, majors / 2, "the default ratio was not kept for #{bad}"
     end
-    out, err, status = run_with({ "MOSAIC_INCREMENTAL_LONG_MINOR" => "soon" }, code)
+    out, err, status = run_with({ "MOSAIC_INCREMENTAL_LONG_MINOR" => "soon", "MOSAIC_GC_TIME_MIN" => "0" }, code)
     assert_predicate status, :success?, err
     assert_match(/\[mosaic\] invalid value for MOSAIC_INCREMENTAL_LONG_MINOR: soon/, err)
     marks, majors = out.split.map(&:to_i)
@@ -112,6 +115,54 @@ class TestMosaicEnv < Test::Unit::TestCase
     out, err, status = run_with({ "RUBY_GC_HEAP_FREE_SLOTS" => "100000000000" }, churn.sub("2_000_000", "4_000_000"))
     assert_predicate status, :success?, err
     assert_operator out.to_i, :>=, 2
+  end
+
+  # MOSAIC_GC_TIME_MAX / _MIN (pace.c, "the room scale"): where GC takes more of the time than
+  # the upper bound while the heap holds steady, the room the free-slot ratios leave grows, and
+  # the same program collects less often; where it takes less than the lower bound, the room
+  # shrinks (a major keeps fewer pages), and it collects more often. Bounds that every share
+  # passes (0.001) or none reaches (0.99) make the direction certain on any machine.
+  def test_gc_time_bounds_scale_the_room
+    omit "Mosaic's pacing" unless mosaic?
+    omit "counts collections; the stress gate forces them" if ENV["MOSAIC_STRESS_MINOR"]
+    steady = "keep = Array.new(200_000) { |i| [i] }; GC.start; c = GC.count; " \
+             "30.times { |r| 100_000.times { [1, 2] }; GC.start if r % 5 == 4 }; " \
+             "c = GC.count; 40.times { 100_000.times { [1, 2] } }; GC.start; " \
+             "print GC.count - c, ' ', GC.stat(:mosaic_room_scale_percent), ' ', keep.size"
+    off = { "MOSAIC_GC_TIME_MAX" => "0", "MOSAIC_GC_TIME_MIN" => "0" }
+    counts = {}
+    { off: off, more: { "MOSAIC_GC_TIME_MAX" => "0.001", "MOSAIC_GC_TIME_MIN" => "0" },
+      less: { "MOSAIC_GC_TIME_MAX" => "0", "MOSAIC_GC_TIME_MIN" => "0.99" },
+      # Every GC a major: the scale is set at every second one.
+      less_all_major: { "MOSAIC_GENERATIONAL" => "0", "MOSAIC_GC_TIME_MAX" => "0", "MOSAIC_GC_TIME_MIN" => "0.99" },
+    }.each do |name, env|
+      out, err, status = run_with(env, steady)
+      assert_predicate status, :success?, err
+      count, scale, size = out.split.map(&:to_i)
+      assert_equal 200_000, size
+      counts[name] = [count, scale]
+    end
+    assert_equal 100, counts[:off][1], "no bounds: the ratios' own room"
+    assert_operator counts[:more][1], :>, 100, counts.inspect
+    assert_operator counts[:less][1], :<, 100, counts.inspect
+    assert_operator counts[:less_all_major][1], :<, 100, counts.inspect
+    assert_operator counts[:more][0], :<, counts[:off][0], counts.inspect
+    assert_operator counts[:less][0], :>, counts[:off][0], counts.inspect
+  end
+
+  def test_gc_time_bounds_from_the_environment
+    omit "Mosaic's own variables" unless mosaic?
+    show = "p GC.config.values_at(:gc_time_max, :gc_time_min)"
+    out, err, status = run_with({ "MOSAIC_GC_TIME_MAX" => "0.1" }, show)
+    assert_predicate status, :success?, err
+    assert_equal "[0.1, 0.1]\n", out, "a lower bound above the upper one follows it"
+    out, err, status = run_with({ "MOSAIC_GC_TIME_MAX" => "0.3", "MOSAIC_GC_TIME_MIN" => "0.4" }, show)
+    assert_predicate status, :success?, err
+    assert_match(/MOSAIC_GC_TIME_MIN=0.400000 is ignored/, err)
+    assert_equal "[0.3, 0.15]\n", out
+    out, err, status = run_with({ "MOSAIC_GC_TIME_MAX" => "0", "MOSAIC_GC_TIME_MIN" => "0.9" }, show)
+    assert_predicate status, :success?, err
+    assert_equal "[0.0, 0.9]\n", out, "no upper bound: any lower one"
   end
 
   def test_mosaic_verify_checks_heap_after_every_gc

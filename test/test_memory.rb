@@ -186,9 +186,10 @@ class TestMosaicMemory < Test::Unit::TestCase
     # A major GC that marked in steps says how many: "(nofree, 12 steps)"; a GC that marked at
     # once, how long the mark took, and a minor GC how many objects it traced from the
     # remembered set: "(newobj, mark 1.204 ms, 3k rescanned)".
-    # ... and ends with the pause and the recent share of time in GC: "| 0.113 ms, gc 23% of time".
+    # ... and ends with the pause, the recent share of time in GC and the room scale (pace.c):
+    # "| 0.113 ms, gc 23% of time, room x1.00".
     kind = /\(\w+(, \d+ steps|, mark [\d.]+ ms(, \d+k rescanned)?)?\)/
-    lines = err.lines.grep(/\A\[mosaic\] gc \d+ (major|minor) #{kind}: heap .* MiB live, \d+k old, .*, step [\d.]+ \| .* \| [\d.]+ ms, gc \d+% of time\n\z/)
+    lines = err.lines.grep(/\A\[mosaic\] gc \d+ (major|minor) #{kind}: heap .* MiB live, \d+k old, .*, step [\d.]+ \| .* \| [\d.]+ ms, gc \d+% of time, room x\d\.\d\d\n\z/)
     assert_equal out.to_i, lines.size, err
     assert_match(/gc \d+ major \(force, mark [\d.]+ ms\)/, err)
     assert_match(/gc \d+ major \(force, \d+ steps\)/, err)   # GC.start(immediate_mark: false)

@@ -316,6 +316,9 @@ mosaic_params_from_env(struct mosaic_params *params)
 #undef MOSAIC_OPTION_SWITCH
 #undef MOSAIC_OPTION_CUSTOM
 #undef MOSAIC_OPTION_ELSEWHERE
+    /* With only the upper GC-time bound set, below the lower one's default: the lower follows it
+     * (an explicit lower bound above the upper was refused above). */
+    if (params->gc_time_max > 0.0 && params->gc_time_min > params->gc_time_max) params->gc_time_min = params->gc_time_max;
 }
 
 /* ============================================================ GC.config */
@@ -342,6 +345,8 @@ mosaic_config_get(mosaic_objspace_t *objspace)
     rb_hash_aset(hash, SYM("generational"), RBOOL(objspace->params.generational));
     rb_hash_aset(hash, SYM("oldobject_limit_factor"), DBL2NUM(p->oldobject_limit_factor));
     rb_hash_aset(hash, SYM("memory_limit"), p->memory_limit ? SIZET2NUM(p->memory_limit) : Qnil);
+    rb_hash_aset(hash, SYM("gc_time_max"), DBL2NUM(p->gc_time_max));
+    rb_hash_aset(hash, SYM("gc_time_min"), DBL2NUM(p->gc_time_min));
     rb_hash_aset(hash, SYM("auto_compact_policy"), SYM(auto_compact_policies[p->auto_compact_policy]));
     rb_hash_aset(hash, SYM("compact_occupancy"), DBL2NUM(p->compact_occupancy));
     rb_hash_aset(hash, SYM("compact_pause_fraction"), DBL2NUM(p->compact_pause_fraction));
@@ -380,6 +385,7 @@ config_size(VALUE key, VALUE value)
 struct config_update {
     struct mosaic_params next;       /* the settings as they will be if every key is good */
     bool malloc_max_given;
+    bool gc_time_min_given;
 };
 
 static int
@@ -435,6 +441,13 @@ config_set_i(VALUE key, VALUE value, VALUE data)
         }
         p->memory_limit = limit;
     }
+    else if (id == rb_intern("gc_time_max")) {
+        p->gc_time_max = config_double(key, value, 0.0, true, 1.0);
+    }
+    else if (id == rb_intern("gc_time_min")) {
+        p->gc_time_min = config_double(key, value, 0.0, true, 1.0);
+        u->gc_time_min_given = true;
+    }
     else if (id == rb_intern("auto_compact_policy")) {
         /* :off, :fragmentation or :always (a String is taken too); anything else raises. */
         VALUE name = SYMBOL_P(value) ? rb_sym2str(value) : RB_TYPE_P(value, T_STRING) ? value : Qnil;
@@ -469,6 +482,13 @@ config_check(struct config_update *u)
         rb_raise(rb_eArgError, "GC.config: heap_free_slots_min_ratio (%g) must not exceed heap_free_slots_max_ratio (%g)",
                  p->free_slots_min_ratio, p->free_slots_max_ratio);
     }
+    if (p->gc_time_max > 0.0 && p->gc_time_min > p->gc_time_max) {
+        if (u->gc_time_min_given) {
+            rb_raise(rb_eArgError, "GC.config: gc_time_min (%g) must not exceed gc_time_max (%g)",
+                     p->gc_time_min, p->gc_time_max);
+        }
+        p->gc_time_min = p->gc_time_max;  /* lowering only the upper bound lowers the lower */
+    }
     if (p->malloc_limit_max < p->malloc_limit_min) {
         if (u->malloc_max_given) {
             rb_raise(rb_eArgError, "GC.config: malloc_limit_max (%zu) must be at least malloc_limit_min (%zu)",
@@ -484,7 +504,7 @@ void
 mosaic_config_set(mosaic_objspace_t *objspace, VALUE hash)
 {
     if (!RB_TYPE_P(hash, T_HASH)) rb_raise(rb_eArgError, "expected keyword arguments");
-    struct config_update u = { objspace->params, false };
+    struct config_update u = { objspace->params, false, false };
     rb_hash_foreach(hash, config_set_i, (VALUE)&u);
     config_check(&u);
     if (u.next.allow_full_mark != objspace->params.allow_full_mark) mosaic_gc_rest(objspace);

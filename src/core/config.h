@@ -35,6 +35,8 @@ struct mosaic_params {
     bool trace;                      /* MOSAIC_TRACE=1: one line per GC on stderr (memory.c) */
     bool memory_report;              /* MOSAIC_MEMORY_REPORT=1: breakdown at exit and at peak */
     size_t memory_limit;             /* MOSAIC_MEMORY_LIMIT / GC.config(memory_limit:); 0: none */
+    double gc_time_max;              /* MOSAIC_GC_TIME_MAX: above this share of time in GC the room grows (pace.c; 0: off) */
+    double gc_time_min;              /* MOSAIC_GC_TIME_MIN: below it the room shrinks (0: off) */
     /* Auto-compaction policy (compact.c; DESIGN.md, "Auto-compaction"): MOSAIC_AUTO_COMPACT / GC.config. */
     int auto_compact_policy;         /* MOSAIC_AUTO_COMPACT_OFF / _FRAGMENTATION / _ALWAYS */
     double compact_occupancy;        /* a class compacts when its occupied pages are at most this full */

@@ -42,7 +42,7 @@
     X(mosaic_heap_target_bytes) X(mosaic_live_bytes) X(mosaic_malloc_live_bytes) \
     X(mosaic_pool_pages) X(mosaic_pages_returned) X(mosaic_malloc_trim_count) X(mosaic_malloc_trim_time) \
     X(mosaic_memory_limit_bytes) X(mosaic_memory_limit_set_aside) X(mosaic_memory_used_bytes) \
-    X(mosaic_growth_step_bytes) X(mosaic_growth_trigger_bytes) X(mosaic_grown_bytes) \
+    X(mosaic_growth_step_bytes) X(mosaic_growth_trigger_bytes) X(mosaic_grown_bytes) X(mosaic_room_scale_percent) \
     X(mosaic_gc_wall_time) X(mosaic_gc_cpu_time) X(mosaic_pause_max_minor_us) X(mosaic_pause_max_major_us) \
     X(mosaic_fragmentation_compact_count) X(mosaic_compact_freed_pages) \
     X(mosaic_gc_threads) X(mosaic_parallel_marks) X(mosaic_parallel_mark_offers) X(mosaic_parallel_marked_by_threads) \
@@ -197,6 +197,7 @@ mosaic_stat(mosaic_objspace_t *objspace, VALUE hash_or_sym)
     FIGURE(mosaic_growth_step_bytes, mosaic_pace_growth_step(objspace));
     FIGURE(mosaic_growth_trigger_bytes, objspace->pace.growth_trigger_bytes);
     FIGURE(mosaic_grown_bytes, mosaic_pace_grown_bytes(objspace));
+    FIGURE(mosaic_room_scale_percent, (size_t)(objspace->pace.room_scale * 100 + 0.5));
     FIGURE(mosaic_gc_wall_time, st->gc_wall_ns / 1000000);
     /* The background sweeper's totals take its lock: read only when a figure needs them. */
     uint64_t bg_cpu_ns = 0;

@@ -242,7 +242,7 @@ mosaic_memory_after_gc(mosaic_objspace_t *objspace, unsigned int reason)
         }
         fprintf(stderr,
                 "[mosaic] gc %zu %s (%s%s): heap %.1f -> %.1f MiB live, %zuk old, %.1f MiB pages, target %.1f, pool %.1f, step %.1f | "
-                "malloc %.1f MiB, limit %.1f, oldmalloc %.1f/%.1f | %zu.%03zu ms, gc %.0f%% of time\n",
+                "malloc %.1f MiB, limit %.1f, oldmalloc %.1f/%.1f | %zu.%03zu ms, gc %.0f%% of time, room x%.2f\n",
                 objspace->stats.count, (reason & MOSAIC_REASON_FULL_MARK) ? "major" : "minor",
                 reason_name(reason), steps, mib(objspace->heap_bytes_at_gc), mib(objspace->live_bytes),
                 objspace->gen.old_objects / 1000,
@@ -250,7 +250,7 @@ mosaic_memory_after_gc(mosaic_objspace_t *objspace, unsigned int reason)
                 mib(objspace->pool.count * MOSAIC_PAGE_SIZE), mib(mosaic_pace_growth_step(objspace)),
                 mib(objspace->malloc.bytes_at_gc),
                 mib(objspace->malloc.limit), mib(objspace->pace.oldmalloc_held_bytes), mib(objspace->malloc.old_limit),
-                pause_us / 1000, pause_us % 1000, objspace->pace.gc_time_share * 100);
+                pause_us / 1000, pause_us % 1000, objspace->pace.gc_time_share * 100, objspace->pace.room_scale);
     }
     size_t rss = mosaic_memory_measure_overhead(objspace);
     if (rss > objspace->memory.peak.rss + objspace->memory.peak.rss / 50) {

@@ -47,6 +47,14 @@
  *   the OS too (page.c, mosaic_pool_trim, with a reserve against oscillation). Why both: a
  *   heap that grew for a burst (gcbench: 57 MiB of pages for 11 MiB live) is refilled with
  *   garbage every cycle, its empty pages reused from the pool before they can sit idle.
+ * The room scale (MOSAIC_GC_TIME_MAX / _MIN): the three free-slot ratios above are applied with
+ *   their room per live slot, r / (1 - r), times room_scale (pace_scale_ratios). At every major
+ *   GC, and after MOSAIC_ROOM_CYCLE_GCS GCs without one, the scale follows the share of time GC
+ *   took since it was last set: above gc_time_max while the heap held steady it grows, below
+ *   gc_time_min it shrinks, by share / bound, and between the two it goes back toward 1
+ *   (mosaic_pm_room_scale: a GC's cost is set by the live data, the room sets how often GCs
+ *   come, so the share goes as 1 / room). Under a held soft limit it is at most 1. DESIGN.md,
+ *   "Pacing", says why, and why only a steady heap gets more.
  * Growth in steps, slots and malloc in one budget: however large the budget, once fresh pages
  *   mapped plus the net malloc increase since the latest GC reach the growth step (1/8 of the
  *   pages in use or of the latest major's live malloc, whichever is more, at least 4 MiB),
@@ -116,6 +124,51 @@
 #include "core/mosaic.h"
 #include "policy/pace_math.h"
 
+/* The free-slot ratios the pacer applies: the params' (RUBY_GC_HEAP_FREE_SLOTS_*_RATIO, which
+ * GC.config may change at any time) with their room scaled by room_scale. */
+static void
+pace_scale_ratios(mosaic_objspace_t *objspace)
+{
+    const struct mosaic_params *params = &objspace->params;
+    double scale = objspace->pace.room_scale;
+    objspace->pace.min_ratio = mosaic_pm_scaled_ratio(params->free_slots_min_ratio, scale);
+    objspace->pace.goal_ratio = mosaic_pm_scaled_ratio(params->free_slots_goal_ratio, scale);
+    objspace->pace.max_ratio = mosaic_pm_scaled_ratio(params->free_slots_max_ratio, scale);
+}
+
+/* After marking, at a major GC that closes a cycle of 2 GCs or more, or after
+ * MOSAIC_ROOM_CYCLE_GCS GCs: the room scale from the GC time share of the GCs since it was last
+ * set, and whether the heap held steady meanwhile. (A cycle of one GC measures nothing; its
+ * time counts in the next. Where every GC is a major -- MOSAIC_GENERATIONAL=0, GC.start in a
+ * loop -- the scale is set at every second.) */
+static void
+pace_room_scale(mosaic_objspace_t *objspace, bool major)
+{
+    struct mosaic_pacer *pace = &objspace->pace;
+    /* Steady: the pages in use held within 1/8 since the scale was last set, and at a major the
+     * live data within 1/8 of the major that set it before (a build-up grows both). */
+    size_t pages = objspace->pages.sorted_count;
+    bool steady = mosaic_pm_held_steady(pages, pace->room_pages);
+    if (major) {
+        size_t live = 0;
+        for (int i = 0; i < MOSAIC_HEAP_COUNT; i++) {
+            const struct mosaic_heap *heap = &objspace->heaps[i];
+            live = mosaic_add_sat(live, (heap->marked_slots + heap->final_slots) * heap->slot_size);
+        }
+        steady = steady && mosaic_pm_held_steady(live, pace->major_live_bytes);
+        pace->major_live_bytes = live;
+    }
+    pace->room_pages = pages;
+    double share = pace->cycle_all_ns ? (double)pace->cycle_gc_ns / (double)pace->cycle_all_ns : 0.0;
+    pace->room_scale = mosaic_pm_room_scale(pace->room_scale, share, pace->cycle_gcs, steady,
+                                            objspace->params.gc_time_max, objspace->params.gc_time_min);
+    /* Under a soft limit that is held, the limit decides what the heap may take: no more room
+     * than the ratios give. */
+    if (objspace->params.memory_limit && !pace->limit_set_aside && pace->room_scale > 1.0) pace->room_scale = 1.0;
+    pace->cycle_gc_ns = pace->cycle_all_ns = 0;
+    pace->cycle_gcs = 0;
+}
+
 void
 mosaic_pace_init(mosaic_objspace_t *objspace)
 {
@@ -125,6 +178,8 @@ mosaic_pace_init(mosaic_objspace_t *objspace)
     for (int i = 0; i < MOSAIC_HEAP_COUNT; i++) {
         objspace->heaps[i].major_target_slots = objspace->params.heap_init_slots[i];
     }
+    objspace->pace.room_scale = 1.0;
+    pace_scale_ratios(objspace);
     objspace->malloc.limit = objspace->params.malloc_limit_min;
     objspace->pace.growth_trigger_bytes = mosaic_pm_growth_trigger(MOSAIC_GROWTH_STEP_MIN, objspace->malloc.limit);
     objspace->malloc.old_limit = objspace->params.oldmalloc_limit_min;
@@ -187,9 +242,9 @@ mosaic_pace_grown_enough(mosaic_objspace_t *objspace)
 /* A class's live-data target after a major GC, per live slot: 1 / (1 - free_slots_goal_ratio)
  * (with a goal of 0: growth_factor). Used after a major GC and after a fork. */
 static double
-major_target_factor(const struct mosaic_params *params)
+major_target_factor(const mosaic_objspace_t *objspace)
 {
-    return mosaic_pm_major_target_factor(params->free_slots_goal_ratio, params->growth_factor);
+    return mosaic_pm_major_target_factor(objspace->pace.goal_ratio, objspace->params.growth_factor);
 }
 
 /* The slots class h keeps after a major GC that found `live` of them live:
@@ -197,9 +252,9 @@ major_target_factor(const struct mosaic_params *params)
  * while free_slots_max_ratio < 1 (callers check). Used by the shrink below and by compact.c's
  * fragmentation measure, so that both agree on what a class keeps. */
 size_t
-mosaic_pace_keep_slots(const struct mosaic_params *params, int h, size_t live)
+mosaic_pace_keep_slots(mosaic_objspace_t *objspace, int h, size_t live)
 {
-    return mosaic_pm_keep_slots(live, params->free_slots_max_ratio, params->heap_init_slots[h]);
+    return mosaic_pm_keep_slots(live, objspace->pace.max_ratio, objspace->params.heap_init_slots[h]);
 }
 
 /* A forked child (mosaic_generation_after_fork): what it inherited is old now, as if a major GC
@@ -213,7 +268,7 @@ mosaic_pace_keep_slots(const struct mosaic_params *params, int h, size_t live)
 void
 mosaic_pace_after_fork(mosaic_objspace_t *objspace)
 {
-    double target_factor = major_target_factor(&objspace->params);
+    double target_factor = major_target_factor(objspace);
     for (int i = 0; i < MOSAIC_HEAP_COUNT; i++) {
         struct mosaic_heap *heap = &objspace->heaps[i];
         size_t target = mosaic_scale(mosaic_heap_used_slots(heap, heap->total_allocated_objects), target_factor);
@@ -304,7 +359,11 @@ mosaic_pace_after_mark(mosaic_objspace_t *objspace)
     bool minor = !objspace->full_mark && params->generational;
     bool grow_minor = minor && params->allow_full_mark;
     bool major_due = grow_minor && objspace->stats.count - objspace->gen.last_major_count >= MOSAIC_OLD_AGE;
-    double target_factor = major_target_factor(params);
+    unsigned int cycle_gcs = objspace->pace.cycle_gcs;
+    if ((!minor && cycle_gcs >= 2) || cycle_gcs >= MOSAIC_ROOM_CYCLE_GCS) pace_room_scale(objspace, !minor);
+    pace_scale_ratios(objspace);
+    const struct mosaic_pacer *pace = &objspace->pace;
+    double target_factor = major_target_factor(objspace);
     pace_generations(objspace);
 
     for (int i = 0; i < MOSAIC_HEAP_COUNT; i++) {
@@ -325,8 +384,8 @@ mosaic_pace_after_mark(mosaic_objspace_t *objspace)
         /* Shrink, after a major GC: empty pages beyond what the class should keep go back to
          * the OS as the sweep finds them (the default GC's free_slots_max_ratio rule). */
         heap->freeable_pages = 0;
-        if (!minor && params->free_slots_max_ratio < 1.0) {
-            size_t keep = mosaic_pace_keep_slots(params, i, live);
+        if (!minor && pace->max_ratio < 1.0) {
+            size_t keep = mosaic_pace_keep_slots(objspace, i, live);
             heap->freeable_pages = mosaic_pm_freeable_pages(total, keep, heap->slots_per_page);
         }
         /* Room for new objects, for the floor below: the free slots this sweep does not give
@@ -338,8 +397,8 @@ mosaic_pace_after_mark(mosaic_objspace_t *objspace)
          * decision: the class asks as if it had not taken them, less what it took. */
         size_t caught_up = heap->catch_up_slots < total ? heap->catch_up_slots : total;
         heap->catch_up_slots = 0;
-        if (!mosaic_pm_short_of_free(free, total, params->free_slots_min_ratio)) continue;
-        size_t grow = mosaic_pm_class_ask(total, live, caught_up, heap->slots_per_page, params->free_slots_goal_ratio,
+        if (!mosaic_pm_short_of_free(free, total, pace->min_ratio)) continue;
+        size_t grow = mosaic_pm_class_ask(total, live, caught_up, heap->slots_per_page, pace->goal_ratio,
                                           params->growth_factor, params->growth_max_slots);
         if (grow == 0) continue;
         if (grow_minor) {
@@ -363,7 +422,7 @@ mosaic_pace_after_mark(mosaic_objspace_t *objspace)
             others_ask_bytes = mosaic_add_sat(others_ask_bytes, ask_bytes);
         }
     }
-    size_t heap_ask = mosaic_pm_heap_ask(slot_bytes, live_bytes, params->free_slots_min_ratio, params->free_slots_goal_ratio,
+    size_t heap_ask = mosaic_pm_heap_ask(slot_bytes, live_bytes, pace->min_ratio, pace->goal_ratio,
                                          params->growth_factor);
     shared_grow_bytes = mosaic_pm_shared_budget(shared_grow_bytes, others_ask_bytes, heap_ask);
 
@@ -427,6 +486,9 @@ mosaic_pace_gc_time(mosaic_objspace_t *objspace, uint64_t start_ns, uint64_t end
     double share = mosaic_pm_gc_share(&objspace->pace.gc_ns_recent, &objspace->pace.all_ns_recent, gc_ns, since);
     objspace->pace.last_gc_end_ns = end_ns;
     objspace->pace.gc_time_share = share;
+    objspace->pace.cycle_gc_ns += gc_ns;
+    objspace->pace.cycle_all_ns += since;
+    objspace->pace.cycle_gcs++;
     size_t limit = objspace->params.memory_limit;
     if (!limit || objspace->pace.limit_set_aside || objspace->stats.count < 16) return;
     if (share > 0.5) {

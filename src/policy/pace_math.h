@@ -7,7 +7,8 @@
  *
  * Owns: the growth step, the free-slot goals (a class's ask, the major's target, the shrink),
  * the free-slot floor, the soft limit's headroom and the heap target, the malloc and old
- * malloc limits, the old-object limits, and the GC-time share's decaying sums.
+ * malloc limits, the old-object limits, the GC-time share's decaying sums, and the room scale
+ * that bounds that share.
  *
  * Invariants: every size * factor goes through mosaic_scale and every sum through
  * mosaic_add_sat (core/util.h), so a result saturates at MOSAIC_SIZE_MAX and never wraps;
@@ -400,6 +401,74 @@ mosaic_pm_gc_share(double *gc_recent, double *all_recent, uint64_t gc_ns, uint64
     *gc_recent = *gc_recent * (15.0 / 16.0) + (double)gc_ns;
     *all_recent = *all_recent * (15.0 / 16.0) + (double)since;
     return *all_recent > 0 ? *gc_recent / *all_recent : 0.0;
+}
+
+/* ------------------------------------------------------------ room scale */
+
+/* The room scale's bounds: the free-slot ratios' room is never scaled below half or above four
+ * times what they give. */
+#define MOSAIC_ROOM_SCALE_MIN 0.5
+#define MOSAIC_ROOM_SCALE_MAX 4.0
+/* The scale is set again at a major GC that closes a cycle of 2 GCs or more, and after this
+ * many GCs without one. */
+#define MOSAIC_ROOM_CYCLE_GCS 8
+
+/* A free-slot ratio r (the free share of a class) with its room scaled: r is room / (live +
+ * room), so room per live byte is q = r / (1 - r); the scaled ratio is s*q / (1 + s*q). 0 stays
+ * 0, a ratio of 1 or more (no bound) stays as it is, and a scale of 1 returns r unchanged (not
+ * r rounded through q). */
+static inline double
+mosaic_pm_scaled_ratio(double ratio, double scale)
+{
+    if (ratio <= 0.0 || ratio >= 1.0 || scale == 1.0) return ratio;  /* 1: the ratio itself, exactly */
+    double q = ratio / (1.0 - ratio) * scale;
+    return q / (1.0 + q);
+}
+
+/* The room scale at an update, from `scale` before it and `share`, the share of time GC took
+ * since the update before (`gcs` GCs). Below `time_min` the room shrinks by share / time_min;
+ * above `time_max`, while the heap held `steady`, it grows by share / time_max. Between the
+ * two, a scale away from 1 goes back toward the ratios' own room, by share / time_min from
+ * below (so the share settles at time_min, or the scale at 1) and by share / time_max from
+ * above. Each move is at most 2x, and the scale stays within [MOSAIC_ROOM_SCALE_MIN,
+ * MOSAIC_ROOM_SCALE_MAX]. Why that factor: each GC's cost is set by what it marks and sweeps,
+ * not by the room, and the room sets how often GCs come (allocation / room), so the share is
+ * about proportional to 1 / room: scaling the room by share / bound brings the share to the
+ * bound. A bound of 0 is off. Fewer than 2 GCs measure nothing. */
+static inline double
+mosaic_pm_room_scale(double scale, double share, unsigned int gcs, bool steady, double time_max, double time_min)
+{
+    if (gcs < 2) return scale;
+    double next = scale;
+    if (time_min > 0.0 && share < time_min) {
+        next = scale * share / time_min;
+    }
+    else if (time_max > 0.0 && share > time_max) {
+        if (steady) next = scale * share / time_max;
+    }
+    else if (scale < 1.0) {
+        next = time_min > 0.0 ? scale * share / time_min : 1.0;
+        if (next > 1.0) next = 1.0;
+    }
+    else if (scale > 1.0) {
+        next = time_max > 0.0 ? scale * share / time_max : 1.0;
+        if (next < 1.0) next = 1.0;
+    }
+    if (next > scale * 2.0) next = scale * 2.0;
+    if (next < scale * 0.5) next = scale * 0.5;
+    if (next < MOSAIC_ROOM_SCALE_MIN) next = MOSAIC_ROOM_SCALE_MIN;
+    if (next > MOSAIC_ROOM_SCALE_MAX) next = MOSAIC_ROOM_SCALE_MAX;
+    return next;
+}
+
+/* Whether a figure (pages in use, live bytes) held steady: `now` within 1/8 of `before`, either
+ * way (`before` 0: nothing to compare with, not steady). */
+static inline bool
+mosaic_pm_held_steady(size_t now, size_t before)
+{
+    if (before == 0) return false;
+    size_t diff = now > before ? now - before : before - now;
+    return diff <= before / 8;
 }
 
 #pragma GCC visibility pop

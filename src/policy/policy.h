@@ -49,6 +49,14 @@ struct mosaic_pacer {
     uint64_t last_gc_end_ns;
     uint64_t gc_ns_at_last_end;      /* marking + sweeping time when the latest GC ended */
     double gc_time_share;            /* gc_ns_recent / all_ns_recent at the latest GC's end */
+    /* The room scale (MOSAIC_GC_TIME_MAX / _MIN): the free-slot ratios' room times it, as the
+     * ratios below; set from the GC time share of the GCs since it was last set (pace.c). */
+    double room_scale;
+    double min_ratio, goal_ratio, max_ratio;  /* the params' free-slot ratios, scaled */
+    uint64_t cycle_gc_ns, cycle_all_ns;       /* GC time and all time since the scale was set */
+    unsigned int cycle_gcs;                   /* GCs since the scale was set */
+    size_t major_live_bytes;                  /* slot bytes live at the latest major that set it */
+    size_t room_pages;                        /* pages in use when the scale was last set */
 };
 
 /* Malloc accounting (malloc.c). */
@@ -95,7 +103,7 @@ bool mosaic_pace_grown_enough(mosaic_objspace_t *objspace);
 size_t mosaic_pace_growth_step(mosaic_objspace_t *objspace);
 bool mosaic_pace_near_limit(mosaic_objspace_t *objspace);
 void mosaic_pace_after_fork(mosaic_objspace_t *objspace);
-size_t mosaic_pace_keep_slots(const struct mosaic_params *params, int h, size_t live);
+size_t mosaic_pace_keep_slots(mosaic_objspace_t *objspace, int h, size_t live);
 
 /* trigger.c: what a collection does: minor or major, compact, marks in steps */
 struct mosaic_collection_plan {

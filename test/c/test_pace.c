@@ -410,6 +410,122 @@ test_gc_time_formulas(void)
     CHECK_DOP(mosaic_pm_gc_share(&gc, &all, 1000, 1000), ==, (93.75 * 15 / 16 + 1000) / (937.5 * 15 / 16 + 1000));
 }
 
+static void
+test_room_scale_formulas(void)
+{
+    /* A ratio with its room scaled: room per live byte q = r / (1 - r), times the scale. */
+    CHECK_DOP(mosaic_pm_scaled_ratio(GOAL_RATIO, 1.0), ==, GOAL_RATIO);           /* exactly */
+    CHECK_NEAR(mosaic_pm_scaled_ratio(GOAL_RATIO, 2.0), 4.0 / 7.0, 1e-12);     /* q 2/3 -> 4/3 */
+    CHECK_NEAR(mosaic_pm_scaled_ratio(0.5, 0.5), 1.0 / 3.0, 1e-12);            /* q 1 -> 1/2 */
+    CHECK_DOP(mosaic_pm_scaled_ratio(0.0, 4.0), ==, 0.0);                       /* 0 stays 0 */
+    CHECK_DOP(mosaic_pm_scaled_ratio(1.0, 0.5), ==, 1.0);                       /* no bound stays */
+    CHECK_DOP(mosaic_pm_scaled_ratio(MAX_RATIO, MOSAIC_ROOM_SCALE_MAX), <, 1.0);
+    CHECK_DOP(mosaic_pm_scaled_ratio(MIN_RATIO, 2.0), <, mosaic_pm_scaled_ratio(GOAL_RATIO, 2.0));  /* order kept */
+    CHECK_DOP(mosaic_pm_scaled_ratio(GOAL_RATIO, 2.0), <, mosaic_pm_scaled_ratio(MAX_RATIO, 2.0));
+
+    /* The scale: up by share / max while steady, down by share / min, at most 2x per update. */
+    CHECK_DOP(mosaic_pm_room_scale(1.0, 0.30, 8, true, 0.25, 0.05), ==, 0.30 / 0.25);
+    CHECK_DOP(mosaic_pm_room_scale(1.0, 0.90, 8, true, 0.25, 0.05), ==, 2.0);
+    CHECK_DOP(mosaic_pm_room_scale(1.0, 0.90, 8, false, 0.25, 0.05), ==, 1.0); /* a build-up: no more room */
+    CHECK_DOP(mosaic_pm_room_scale(1.0, 0.04, 8, false, 0.25, 0.05), ==, 0.04 / 0.05);
+    CHECK_DOP(mosaic_pm_room_scale(1.0, 0.0, 8, true, 0.25, 0.05), ==, 0.5);
+    CHECK_DOP(mosaic_pm_room_scale(1.0, 0.10, 8, true, 0.25, 0.05), ==, 1.0);  /* within the band at 1: kept */
+    /* Within the band away from 1: back toward the ratios' room, never past it. */
+    CHECK_DOP(mosaic_pm_room_scale(0.6, 0.06, 8, false, 0.25, 0.05), ==, 0.6 * 0.06 / 0.05);
+    CHECK_DOP(mosaic_pm_room_scale(0.6, 0.20, 8, false, 0.25, 0.05), ==, 1.0);
+    CHECK_DOP(mosaic_pm_room_scale(3.0, 0.20, 8, false, 0.25, 0.05), ==, 3.0 * 0.20 / 0.25);
+    CHECK_DOP(mosaic_pm_room_scale(1.5, 0.06, 8, true, 0.25, 0.05), ==, 1.0);
+    CHECK_DOP(mosaic_pm_room_scale(3.0, 0.20, 8, true, 0.0, 0.05), ==, 1.5);   /* upper bound off: back toward 1, 2x at most */
+    CHECK_DOP(mosaic_pm_room_scale(0.5, 0.20, 8, true, 0.25, 0.0), ==, 1.0);   /* lower bound off: back to 1 */
+    CHECK_DOP(mosaic_pm_room_scale(3.0, 0.90, 8, true, 0.25, 0.05), ==, MOSAIC_ROOM_SCALE_MAX);
+    CHECK_DOP(mosaic_pm_room_scale(0.6, 0.0, 8, true, 0.25, 0.05), ==, MOSAIC_ROOM_SCALE_MIN);
+    CHECK_DOP(mosaic_pm_room_scale(1.0, 0.90, 1, true, 0.25, 0.05), ==, 1.0);  /* one GC measures nothing */
+    CHECK_DOP(mosaic_pm_room_scale(1.0, 0.90, 8, true, 0.0, 0.0), ==, 1.0);    /* both bounds off */
+    CHECK_DOP(mosaic_pm_room_scale(1.0, 0.0, 8, true, 0.0, 0.0), ==, 1.0);
+
+    /* Steady: within 1/8 either way; nothing to compare with is not steady. */
+    CHECK(!mosaic_pm_held_steady(100, 0));
+    CHECK(mosaic_pm_held_steady(800, 800));
+    CHECK(mosaic_pm_held_steady(900, 800));
+    CHECK(!mosaic_pm_held_steady(901, 800));
+    CHECK(mosaic_pm_held_steady(700, 800));
+    CHECK(!mosaic_pm_held_steady(699, 800));
+    CHECK(mosaic_pm_held_steady(SMAX, SMAX));
+}
+
+/* A steady program under the room scale, in units of its live data and of the time it takes to
+ * allocate that much: a GC comes when the room the goal ratio leaves (q / (1 - q) of live, q the
+ * scaled goal) is used up, so the mutator runs that long between GCs, and each GC takes
+ * `gc_time` (its cost is set by what it marks and sweeps, not by the room). The scale is set
+ * every MOSAIC_ROOM_CYCLE_GCS GCs from the share of that cycle, as pace.c does. Returns the
+ * share of the last cycle; *scale_out the scale. */
+static double
+sim_room_scale_from(double scale, double gc_time, double time_max, double time_min, double *scale_out)
+{
+    double share = 0.0;
+    for (int update = 0; update < 40; update++) {
+        double q = mosaic_pm_scaled_ratio(GOAL_RATIO, scale);
+        double between = q / (1.0 - q);
+        share = MOSAIC_ROOM_CYCLE_GCS * gc_time / (MOSAIC_ROOM_CYCLE_GCS * (between + gc_time));
+        scale = mosaic_pm_room_scale(scale, share, MOSAIC_ROOM_CYCLE_GCS, true, time_max, time_min);
+    }
+    *scale_out = scale;
+    return share;
+}
+
+static double
+sim_room_scale(double gc_time, double time_max, double time_min, double *scale_out)
+{
+    return sim_room_scale_from(1.0, gc_time, time_max, time_min, scale_out);
+}
+
+/* The GC time per GC that gives `share` at the goal ratio's own room (2/3 of live). */
+static double
+sim_gc_time_for(double share)
+{
+    return share / (1.0 - share) * (GOAL_RATIO / (1.0 - GOAL_RATIO));
+}
+
+static void
+test_sim_room_scale_keeps_the_gc_time_bounds(void)
+{
+    double scale, share;
+    /* No bounds: the ratios' own room, whatever GC costs. */
+    share = sim_room_scale(sim_gc_time_for(0.4), 0.0, 0.0, &scale);
+    CHECK_DOP(scale, ==, 1.0);
+    CHECK_NEAR(share, 0.4, 1e-9);
+    /* Expensive GCs (a 40% share at the ratios' room): the room grows until the share is at the
+     * upper bound. */
+    share = sim_room_scale(sim_gc_time_for(0.4), 0.25, 0.05, &scale);
+    CHECK_NEAR(share, 0.25, 0.005);
+    CHECK_NEAR(scale, 2.0, 0.05);                    /* share ~ 1 / room: (0.6 / 0.4) / (0.75 / 0.25) */
+    /* So expensive that even four times the room is not enough: the scale stops at its bound. */
+    share = sim_room_scale(sim_gc_time_for(0.8), 0.25, 0.05, &scale);
+    CHECK_DOP(scale, ==, MOSAIC_ROOM_SCALE_MAX);
+    CHECK_DOP(share, >, 0.25);
+    /* Cheap GCs (4%): the room shrinks until the share is at the lower bound. */
+    share = sim_room_scale(sim_gc_time_for(0.04), 0.25, 0.05, &scale);
+    CHECK_NEAR(share, 0.05, 0.0025);
+    CHECK_DOP(scale, <, 1.0);
+    /* Very cheap (1%): down to the scale's floor. */
+    share = sim_room_scale(sim_gc_time_for(0.01), 0.25, 0.05, &scale);
+    CHECK_DOP(scale, ==, MOSAIC_ROOM_SCALE_MIN);
+    CHECK_DOP(share, <, 0.05);
+    /* Within the band: nothing moves. */
+    share = sim_room_scale(sim_gc_time_for(0.1), 0.25, 0.05, &scale);
+    CHECK_DOP(scale, ==, 1.0);
+    CHECK_NEAR(share, 0.1, 1e-9);
+    /* A program whose GCs were cheap at first (the scale at its floor) and then cost 10% at the
+     * ratios' room: the scale comes back to 1, the share to 10%. */
+    share = sim_room_scale_from(MOSAIC_ROOM_SCALE_MIN, sim_gc_time_for(0.1), 0.25, 0.05, &scale);
+    CHECK_DOP(scale, ==, 1.0);
+    CHECK_NEAR(share, 0.1, 1e-9);
+    /* ... and one that was given room (the scale at its ceiling) and then cost 10%: the same. */
+    share = sim_room_scale_from(MOSAIC_ROOM_SCALE_MAX, sim_gc_time_for(0.1), 0.25, 0.05, &scale);
+    CHECK_DOP(scale, ==, 1.0);
+    CHECK_NEAR(share, 0.1, 1e-9);
+}
+
 /* ============================================================== simulation */
 
 /* One size class of 40-byte slots, and malloc: the state pace.c keeps, and the program's. */
@@ -851,6 +967,7 @@ main(void)
     RUN(test_old_malloc);
     RUN(test_old_object_limits);
     RUN(test_gc_time_formulas);
+    RUN(test_room_scale_formulas);
     RUN(test_sim_steady_program_converges);
     RUN(test_sim_live_doubles_grows_target);
     RUN(test_sim_build_up_grows_by_at_most_the_factor);
@@ -859,5 +976,6 @@ main(void)
     RUN(test_sim_free_slot_floor_leaves_room);
     RUN(test_sim_malloc_limit_rises_and_decays);
     RUN(test_sim_gc_time_share);
+    RUN(test_sim_room_scale_keeps_the_gc_time_bounds);
     return check_summary("test/c/test_pace.c");
 }
