@@ -48,9 +48,9 @@
  *   heap that grew for a burst (gcbench: 57 MiB of pages for 11 MiB live) is refilled with
  *   garbage every cycle, its empty pages reused from the pool before they can sit idle.
  * The room scale (MOSAIC_GC_TIME_MAX / _MIN): the three free-slot ratios above are applied with
- *   their room per live slot, r / (1 - r), times room_scale (pace_scale_ratios). At every major
- *   GC, and after MOSAIC_ROOM_CYCLE_GCS GCs without one, the scale follows the share of time GC
- *   took since it was last set: above gc_time_max while the heap held steady it grows, below
+ *   their room per live slot, r / (1 - r), times room_scale (pace_scale_ratios). At a major
+ *   closing 2+ GCs, and after MOSAIC_ROOM_CYCLE_GCS GCs without one, the scale follows the GC
+ *   time share since it was last set: above gc_time_max while the heap held steady it grows, below
  *   gc_time_min it shrinks, by share / bound, and between the two it goes back toward 1
  *   (mosaic_pm_room_scale: a GC's cost is set by the live data, the room sets how often GCs
  *   come, so the share goes as 1 / room). Under a held soft limit it is at most 1. DESIGN.md,
