@@ -516,6 +516,27 @@ class TestMosaicCompact < Test::Unit::TestCase
     RUBY
   end
 
+  # The measure keeps what the pacer's shrink keeps, by the ratio in force at this GC: raised by
+  # GC.config just before the major, heap_free_slots_max_ratio 0.95 lets class 0 keep 20x its live
+  # slots, more than the sparse class has, so nothing is freeable and the major does not compact.
+  # (The measure once read a copy of the ratio that only the previous GC's pacing had set, and
+  # compacted here.)
+  def test_fragmentation_policy_measures_with_the_ratio_in_force
+    omit "Mosaic's auto-compaction policy" unless mosaic?
+    omit_under_stress_compact
+    assert_gc_script(PRELUDE + FRAGMENT + <<~'RUBY', env: { "MOSAIC_AUTO_COMPACT" => "fragmentation" })
+      _kept = fragment_40
+      GC.config(heap_free_slots_max_ratio: 0.95)
+      GC.start
+      assert_equal 0, GC.stat(:mosaic_fragmentation_compact_count)
+      _kept = nil
+      _kept = fragment_40
+      GC.config(heap_free_slots_max_ratio: 0.65)
+      GC.start
+      assert_equal 1, GC.stat(:mosaic_fragmentation_compact_count)
+    RUBY
+  end
+
   # A dense class is not touched: only the sparse class takes part, and the dense class's
   # objects keep their addresses.
   def test_fragmentation_policy_leaves_a_dense_class_alone

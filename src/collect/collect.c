@@ -9,16 +9,17 @@
  *   4. choose minor or major, and whether to compact (trigger.c, from what the pacer and the
  *      caller asked); GC_START event; mark from the roots, and
  *      in a minor GC from the remembered set (mark.c); clear dead weak references; GC_END_MARK.
- *   5. pace: decide the growth budgets from what survived (pace.c).
+ *   5. pace (pace.c): the room scale, from the GC time share since it was last set; then a
+ *      major GC under the fragmentation policy (MOSAIC_AUTO_COMPACT=fragmentation) measures
+ *      each class from the mark bits, with the free-slot ratios this GC applies, and may
+ *      choose classes to compact (compact.c; then it sweeps at once); then the growth
+ *      budgets from what survived.
  *   6. prepare the sweep: every page before_sweep. Sweep now if immediate (asked for, stress,
  *      compaction, or a heap walk is running), else lazily as allocation needs pages;
  *      GC_END_SWEEP when the last page is swept.
- *   4b. a major GC under the fragmentation policy (MOSAIC_AUTO_COMPACT=fragmentation) measures
- *      each class from the mark bits and may choose classes to compact (compact.c); then it
- *      sweeps at once.
  *   6b. compact (compact.c), only after a full mark and a complete sweep: GC.compact,
  *      verify_compaction_references, any major GC while GC.auto_compact is on (or
- *      MOSAIC_AUTO_COMPACT=always), or the classes step 4b chose.
+ *      MOSAIC_AUTO_COMPACT=always), or the classes step 5 chose.
  *   7. leave: trace line and peak snapshot (memory.c), GC_EXIT event, clear during_gc,
  *      release the lock; schedule finalizers.
  * Pages that sat in the empty-page pool through the whole previous cycle are released at
@@ -158,27 +159,28 @@ mosaic_collect(mosaic_objspace_t *objspace, unsigned int reason)
     rb_gc_event_hook(0, RUBY_INTERNAL_EVENT_GC_END_MARK);
     objspace->gc_state = MOSAIC_STATE_SWEEPING;
 
-    /* 4b. The fragmentation policy (compact.c): compact the classes a packing would free
-     *     pages of, with a move budget derived from this mark's time. */
-    if (by_fragmentation) {
-        if (mosaic_compact_select(objspace)) {
-            compact = true;
-            objspace->compact.trigger = MOSAIC_COMPACT_BY_FRAGMENTATION;
-        }
-    }
-
-    mosaic_collect_finish_cycle(objspace, reason, compact, start_ns, &lev);
+    mosaic_collect_finish_cycle(objspace, reason, compact, by_fragmentation, start_ns, &lev);
     return true;
 }
 
-/* Steps 5-7 of a cycle whose mark is complete (GC_END_MARK fired): pace, sweep (at once, or
- * lazily), compact, leave. */
+/* Steps 5-7 of a cycle whose mark is complete (GC_END_MARK fired): pace (and, with
+ * `by_fragmentation`, let the fragmentation policy choose whether to compact), sweep (at once,
+ * or lazily), compact, leave. */
 void
-mosaic_collect_finish_cycle(mosaic_objspace_t *objspace, unsigned int reason, bool compact, uint64_t start_ns, unsigned int *lev)
+mosaic_collect_finish_cycle(mosaic_objspace_t *objspace, unsigned int reason, bool compact, bool by_fragmentation,
+                            uint64_t start_ns, unsigned int *lev)
 {
     bool measure = objspace->measure_time;
 
-    /* 5. Pace. */
+    /* 5. Pace: the room scale first, which the fragmentation policy's measure and the pacing
+     *    both apply to the free-slot ratios; then the fragmentation policy (compact.c):
+     *    compact the classes a packing would free pages of, with a move budget derived from
+     *    this mark's time; then the budgets. */
+    mosaic_pace_after_mark_scale(objspace);
+    if (by_fragmentation && mosaic_compact_select(objspace)) {
+        compact = true;
+        objspace->compact.trigger = MOSAIC_COMPACT_BY_FRAGMENTATION;
+    }
     mosaic_pace_after_mark(objspace);
 
     /* 6. Sweep. */

@@ -182,7 +182,8 @@ bool mosaic_gc_allowed_here(void);
 
 /* collect.c: the cycle */
 bool mosaic_collect(mosaic_objspace_t *objspace, unsigned int reason);
-void mosaic_collect_finish_cycle(mosaic_objspace_t *objspace, unsigned int reason, bool compact, uint64_t start_ns, unsigned int *lev);
+void mosaic_collect_finish_cycle(mosaic_objspace_t *objspace, unsigned int reason, bool compact, bool by_fragmentation,
+                                 uint64_t start_ns, unsigned int *lev);
 void mosaic_gc_rest(mosaic_objspace_t *objspace);
 
 /* incremental.c: a major GC that marks in steps */

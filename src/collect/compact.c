@@ -504,7 +504,7 @@ measure_classes(mosaic_objspace_t *objspace)
         /* What the class keeps after a major GC anyway (mosaic_pace_keep_slots, pace.c: max(init, live / (1 -
          * free_slots_max_ratio)) slots): free slots within that are room the next cycle
          * allocates into, not pages to give back. */
-        if (objspace->pace.max_ratio < 1.0) {
+        if (objspace->params.free_slots_max_ratio < 1.0) {
             size_t keep = mosaic_pace_keep_slots(objspace, h, used);
             size_t keep_pages = (keep + heap->slots_per_page - 1) / heap->slots_per_page;
             if (keep_pages > needed) needed = keep_pages;

@@ -160,5 +160,5 @@ mosaic_incremental_finish(mosaic_objspace_t *objspace)
     if (objspace->measure_time) objspace->stats.marking_time_ns += mosaic_now_ns() - start_ns;
     rb_gc_event_hook(0, RUBY_INTERNAL_EVENT_GC_END_MARK);
     objspace->gc_state = MOSAIC_STATE_SWEEPING;
-    mosaic_collect_finish_cycle(objspace, objspace->incremental.reason, false, start_ns, &lev);
+    mosaic_collect_finish_cycle(objspace, objspace->incremental.reason, false, false, start_ns, &lev);
 }

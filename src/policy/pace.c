@@ -48,7 +48,7 @@
  *   heap that grew for a burst (gcbench: 57 MiB of pages for 11 MiB live) is refilled with
  *   garbage every cycle, its empty pages reused from the pool before they can sit idle.
  * The room scale (MOSAIC_GC_TIME_MAX / _MIN): the three free-slot ratios above are applied with
- *   their room per live slot, r / (1 - r), times room_scale (pace_scale_ratios). At a major
+ *   their room per live slot, r / (1 - r), times room_scale (pace_min_ratio and the others). At a major
  *   closing 2+ GCs, and after MOSAIC_ROOM_CYCLE_GCS GCs without one, the scale follows the GC
  *   time share since it was last set: above gc_time_max while the heap held steady it grows, below
  *   gc_time_min it shrinks, by share / bound, and between the two it goes back toward 1
@@ -125,15 +125,35 @@
 #include "policy/pace_math.h"
 
 /* The free-slot ratios the pacer applies: the params' (RUBY_GC_HEAP_FREE_SLOTS_*_RATIO, which
- * GC.config may change at any time) with their room scaled by room_scale. */
-static void
-pace_scale_ratios(mosaic_objspace_t *objspace)
+ * GC.config may change at any time, so read at each use) with their room scaled by room_scale. */
+static double
+pace_min_ratio(const mosaic_objspace_t *objspace)
 {
-    const struct mosaic_params *params = &objspace->params;
-    double scale = objspace->pace.room_scale;
-    objspace->pace.min_ratio = mosaic_pm_scaled_ratio(params->free_slots_min_ratio, scale);
-    objspace->pace.goal_ratio = mosaic_pm_scaled_ratio(params->free_slots_goal_ratio, scale);
-    objspace->pace.max_ratio = mosaic_pm_scaled_ratio(params->free_slots_max_ratio, scale);
+    return mosaic_pm_scaled_ratio(objspace->params.free_slots_min_ratio, objspace->pace.room_scale);
+}
+
+static double
+pace_goal_ratio(const mosaic_objspace_t *objspace)
+{
+    return mosaic_pm_scaled_ratio(objspace->params.free_slots_goal_ratio, objspace->pace.room_scale);
+}
+
+static double
+pace_max_ratio(const mosaic_objspace_t *objspace)
+{
+    return mosaic_pm_scaled_ratio(objspace->params.free_slots_max_ratio, objspace->pace.room_scale);
+}
+
+/* Slot bytes the latest mark found live (marked + zombies), all classes. */
+static size_t
+marked_slot_bytes(const mosaic_objspace_t *objspace)
+{
+    size_t live = 0;
+    for (int i = 0; i < MOSAIC_HEAP_COUNT; i++) {
+        const struct mosaic_heap *heap = &objspace->heaps[i];
+        live = mosaic_add_sat(live, (heap->marked_slots + heap->final_slots) * heap->slot_size);
+    }
+    return live;
 }
 
 /* After marking, at a major GC that closes a cycle of 2 GCs or more, or after
@@ -150,11 +170,7 @@ pace_room_scale(mosaic_objspace_t *objspace, bool major)
     size_t pages = objspace->pages.sorted_count;
     bool steady = mosaic_pm_held_steady(pages, pace->room_pages);
     if (major) {
-        size_t live = 0;
-        for (int i = 0; i < MOSAIC_HEAP_COUNT; i++) {
-            const struct mosaic_heap *heap = &objspace->heaps[i];
-            live = mosaic_add_sat(live, (heap->marked_slots + heap->final_slots) * heap->slot_size);
-        }
+        size_t live = marked_slot_bytes(objspace);
         steady = steady && mosaic_pm_held_steady(live, pace->major_live_bytes);
         pace->major_live_bytes = live;
     }
@@ -169,6 +185,17 @@ pace_room_scale(mosaic_objspace_t *objspace, bool major)
     pace->cycle_gcs = 0;
 }
 
+/* Right after marking, before anything measures with the ratios (the fragmentation policy,
+ * compact.c; mosaic_pace_after_mark): the room scale, at a major GC that closes a cycle of 2
+ * GCs or more and after MOSAIC_ROOM_CYCLE_GCS GCs without one. */
+void
+mosaic_pace_after_mark_scale(mosaic_objspace_t *objspace)
+{
+    bool minor = !objspace->full_mark && objspace->params.generational;
+    unsigned int cycle_gcs = objspace->pace.cycle_gcs;
+    if ((!minor && cycle_gcs >= 2) || cycle_gcs >= MOSAIC_ROOM_CYCLE_GCS) pace_room_scale(objspace, !minor);
+}
+
 void
 mosaic_pace_init(mosaic_objspace_t *objspace)
 {
@@ -179,7 +206,6 @@ mosaic_pace_init(mosaic_objspace_t *objspace)
         objspace->heaps[i].major_target_slots = objspace->params.heap_init_slots[i];
     }
     objspace->pace.room_scale = 1.0;
-    pace_scale_ratios(objspace);
     objspace->malloc.limit = objspace->params.malloc_limit_min;
     objspace->pace.growth_trigger_bytes = mosaic_pm_growth_trigger(MOSAIC_GROWTH_STEP_MIN, objspace->malloc.limit);
     objspace->malloc.old_limit = objspace->params.oldmalloc_limit_min;
@@ -244,7 +270,7 @@ mosaic_pace_grown_enough(mosaic_objspace_t *objspace)
 static double
 major_target_factor(const mosaic_objspace_t *objspace)
 {
-    return mosaic_pm_major_target_factor(objspace->pace.goal_ratio, objspace->params.growth_factor);
+    return mosaic_pm_major_target_factor(pace_goal_ratio(objspace), objspace->params.growth_factor);
 }
 
 /* The slots class h keeps after a major GC that found `live` of them live:
@@ -254,7 +280,7 @@ major_target_factor(const mosaic_objspace_t *objspace)
 size_t
 mosaic_pace_keep_slots(mosaic_objspace_t *objspace, int h, size_t live)
 {
-    return mosaic_pm_keep_slots(live, objspace->pace.max_ratio, objspace->params.heap_init_slots[h]);
+    return mosaic_pm_keep_slots(live, pace_max_ratio(objspace), objspace->params.heap_init_slots[h]);
 }
 
 /* A forked child (mosaic_generation_after_fork): what it inherited is old now, as if a major GC
@@ -359,10 +385,8 @@ mosaic_pace_after_mark(mosaic_objspace_t *objspace)
     bool minor = !objspace->full_mark && params->generational;
     bool grow_minor = minor && params->allow_full_mark;
     bool major_due = grow_minor && objspace->stats.count - objspace->gen.last_major_count >= MOSAIC_OLD_AGE;
-    unsigned int cycle_gcs = objspace->pace.cycle_gcs;
-    if ((!minor && cycle_gcs >= 2) || cycle_gcs >= MOSAIC_ROOM_CYCLE_GCS) pace_room_scale(objspace, !minor);
-    pace_scale_ratios(objspace);
-    const struct mosaic_pacer *pace = &objspace->pace;
+    double min_ratio = pace_min_ratio(objspace), goal_ratio = pace_goal_ratio(objspace);
+    double max_ratio = pace_max_ratio(objspace);
     double target_factor = major_target_factor(objspace);
     pace_generations(objspace);
 
@@ -384,7 +408,7 @@ mosaic_pace_after_mark(mosaic_objspace_t *objspace)
         /* Shrink, after a major GC: empty pages beyond what the class should keep go back to
          * the OS as the sweep finds them (the default GC's free_slots_max_ratio rule). */
         heap->freeable_pages = 0;
-        if (!minor && pace->max_ratio < 1.0) {
+        if (!minor && max_ratio < 1.0) {
             size_t keep = mosaic_pace_keep_slots(objspace, i, live);
             heap->freeable_pages = mosaic_pm_freeable_pages(total, keep, heap->slots_per_page);
         }
@@ -397,8 +421,8 @@ mosaic_pace_after_mark(mosaic_objspace_t *objspace)
          * decision: the class asks as if it had not taken them, less what it took. */
         size_t caught_up = heap->catch_up_slots < total ? heap->catch_up_slots : total;
         heap->catch_up_slots = 0;
-        if (!mosaic_pm_short_of_free(free, total, pace->min_ratio)) continue;
-        size_t grow = mosaic_pm_class_ask(total, live, caught_up, heap->slots_per_page, pace->goal_ratio,
+        if (!mosaic_pm_short_of_free(free, total, min_ratio)) continue;
+        size_t grow = mosaic_pm_class_ask(total, live, caught_up, heap->slots_per_page, goal_ratio,
                                           params->growth_factor, params->growth_max_slots);
         if (grow == 0) continue;
         if (grow_minor) {
@@ -422,7 +446,7 @@ mosaic_pace_after_mark(mosaic_objspace_t *objspace)
             others_ask_bytes = mosaic_add_sat(others_ask_bytes, ask_bytes);
         }
     }
-    size_t heap_ask = mosaic_pm_heap_ask(slot_bytes, live_bytes, pace->min_ratio, pace->goal_ratio,
+    size_t heap_ask = mosaic_pm_heap_ask(slot_bytes, live_bytes, min_ratio, goal_ratio,
                                          params->growth_factor);
     shared_grow_bytes = mosaic_pm_shared_budget(shared_grow_bytes, others_ask_bytes, heap_ask);
 

@@ -49,10 +49,9 @@ struct mosaic_pacer {
     uint64_t last_gc_end_ns;
     uint64_t gc_ns_at_last_end;      /* marking + sweeping time when the latest GC ended */
     double gc_time_share;            /* gc_ns_recent / all_ns_recent at the latest GC's end */
-    /* The room scale (MOSAIC_GC_TIME_MAX / _MIN): the free-slot ratios' room times it, as the
-     * ratios below; set from the GC time share of the GCs since it was last set (pace.c). */
+    /* The room scale (MOSAIC_GC_TIME_MAX / _MIN): the free-slot ratios' room times it; set
+     * from the GC time share of the GCs since it was last set (pace.c). */
     double room_scale;
-    double min_ratio, goal_ratio, max_ratio;  /* the params' free-slot ratios, scaled */
     uint64_t cycle_gc_ns, cycle_all_ns;       /* GC time and all time since the scale was set */
     unsigned int cycle_gcs;                   /* GCs since the scale was set */
     size_t major_live_bytes;                  /* slot bytes live at the latest major that set it */
@@ -91,6 +90,7 @@ struct mosaic_memory_state {
 
 /* pace.c: when the next GC runs, how the heap grows and shrinks */
 void mosaic_pace_init(mosaic_objspace_t *objspace);
+void mosaic_pace_after_mark_scale(mosaic_objspace_t *objspace);
 void mosaic_pace_after_mark(mosaic_objspace_t *objspace);
 void mosaic_pace_after_sweep(mosaic_objspace_t *objspace);
 void mosaic_pace_old_limits(mosaic_objspace_t *objspace);
