@@ -40,6 +40,7 @@
 #include <unistd.h>
 
 #include "core/mosaic.h"
+#include "policy/pace_math.h"
 
 /* malloc_trim after a major GC needs the RSS beyond what Mosaic counts to have grown by this
  * much since the latest trim (trim_malloc). */
@@ -266,12 +267,27 @@ mosaic_memory_after_gc(mosaic_objspace_t *objspace, unsigned int reason)
  * walk after the latest trim (a trim leaves its chunks counted as free, so the figure after a
  * trim is the new baseline: idle_at_trim is MOSAIC_SIZE_MAX until a walk sets it). */
 static bool
-libc_idle_grew(mosaic_objspace_t *objspace)
+libc_idle_grew(mosaic_objspace_t *objspace, size_t least)
 {
     struct mallinfo2 mi = libc_measure(objspace, true);
     size_t idle = mi.fordblks > mi.keepcost ? mi.fordblks - mi.keepcost : 0;
     if (idle < objspace->memory.idle_at_trim) objspace->memory.idle_at_trim = idle;
-    return idle >= MOSAIC_TRIM_IDLE && idle >= mosaic_add_sat(objspace->memory.idle_at_trim, MOSAIC_TRIM_IDLE);
+    return idle >= MOSAIC_TRIM_IDLE && idle >= mosaic_add_sat(objspace->memory.idle_at_trim, least);
+}
+
+/* How much of what glibc holds idle the program is expected to take back before the next
+ * major: the draw (malloc held above what a major found live, at its most at a GC's start in
+ * the cycle that major ended) of the cycle just ended, or of the one before when that was
+ * less. A program that mallocs and frees about the same each cycle (a request's buffers, a
+ * round of strings) draws as much as a major frees: trimming that returns pages it faults in
+ * again at once (string-malloc-pressure: 31 trims, 190k page faults against 48k without
+ * them, the same peak RSS). A transient that died once draws only in the cycle it lived: the
+ * smaller of the two draws lets its memory go back at the major that freed it. */
+static size_t
+expected_refill(const mosaic_objspace_t *objspace)
+{
+    size_t draw = objspace->memory.cycle_draw_bytes, before = objspace->memory.previous_draw_bytes;
+    return draw < before ? draw : before;
 }
 
 /* malloc_trim(0) when `always`, else by the rule below (mosaic_memory_after_sweep); the trim
@@ -282,7 +298,8 @@ trim_malloc(mosaic_objspace_t *objspace, bool always)
     uint64_t t = objspace->measure_time ? mosaic_now_ns() : 0;
     /* What glibc holds free and resident shows in the overhead (RSS beyond pages and Ruby's
      * malloc): memory a sweep frees moves from the counted bytes into it. Trim when it grew by
-     * MOSAIC_TRIM_IDLE since the latest trim's result and the trim is likely to pay: chunks
+     * MOSAIC_TRIM_IDLE plus twice the expected refill since the latest trim's result and the
+     * trim is likely to pay: chunks
      * Ruby freed since hold MOSAIC_TRIM_IDLE of whole pages (malloc.c, count_freed_pages), or
      * the latest trim returned that much; or when the walk budget allows one (small chunks
      * freed together merge into whole pages, which the count does not see). Or, within the
@@ -291,12 +308,15 @@ trim_malloc(mosaic_objspace_t *objspace, bool always)
      * an array dropped, where every major that found 1 MiB more overhead did it again. */
     size_t overhead = objspace->memory.rss_overhead_bytes;
     if (overhead < objspace->memory.overhead_at_trim) objspace->memory.overhead_at_trim = overhead;
-    bool grew = overhead >= mosaic_add_sat(objspace->memory.overhead_at_trim, MOSAIC_TRIM_IDLE);
+    /* The idle memory must outgrow twice what the next cycle is expected to take back
+     * (expected_refill): at least half of what the trim returns then stays returned. */
+    size_t least = mosaic_add_sat(mosaic_scale(expected_refill(objspace), 2.0), MOSAIC_TRIM_IDLE);
+    bool grew = overhead >= mosaic_add_sat(objspace->memory.overhead_at_trim, least);
     bool pages_freed = __atomic_load_n(&objspace->memory.libc_freed_page_bytes, __ATOMIC_RELAXED) >= MOSAIC_TRIM_IDLE;
     bool paid = objspace->memory.trim_returned_bytes >= MOSAIC_TRIM_IDLE;
     bool due = libc_walk_due(objspace);
     if (always || mosaic_pace_near_limit(objspace) || (grew && (pages_freed || paid || due)) ||
-        (due && libc_idle_grew(objspace))) {
+        (due && libc_idle_grew(objspace, least))) {
         uint64_t start = mosaic_now_ns();
         malloc_trim(0);
         /* The chunks it walked are not known: the estimate's, so that the budget counts a
@@ -346,8 +366,14 @@ mosaic_memory_after_sweep(mosaic_objspace_t *objspace)
      * without a limit has no reader: one /proc read (6 us) fewer per GC, and small heaps
      * run thousands of GCs (arrays: 17818). */
     if (objspace->full_mark || objspace->params.memory_limit) mosaic_memory_measure_overhead(objspace);
+    if (!objspace->full_mark) return;
+    /* The draw of the cycle this major ends (expected_refill). */
+    size_t survivors = mosaic_pm_survivors(objspace->malloc.bytes_at_gc, objspace->malloc.freed_by_sweep);
+    objspace->memory.previous_draw_bytes = objspace->memory.cycle_draw_bytes;
+    objspace->memory.cycle_draw_bytes = objspace->malloc.high_at_gc > survivors ? objspace->malloc.high_at_gc - survivors : 0;
+    objspace->malloc.high_at_gc = 0;
 #ifdef __GLIBC__
-    if (objspace->full_mark) trim_malloc(objspace, false);
+    trim_malloc(objspace, false);
 #endif
 }
 

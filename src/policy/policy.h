@@ -67,6 +67,7 @@ struct mosaic_malloc_account {
     size_t old_limit;
     size_t live_bytes;               /* bytes when the latest major GC's sweep ended */
     size_t bytes_at_gc;              /* bytes when the latest GC started */
+    size_t high_at_gc;               /* the most bytes_at_gc since the latest major's sweep ended */
     size_t freed_by_sweep;           /* bytes the current cycle's sweep freed (sweep.c) */
 };
 
@@ -76,6 +77,8 @@ struct mosaic_memory_state {
     size_t overhead_at_trim;         /* rss_overhead_bytes after the latest malloc_trim */
     size_t idle_at_trim;             /* glibc's idle bytes at the first walk after the latest trim */
     size_t trim_returned_bytes;      /* how far the latest malloc_trim lowered the overhead */
+    size_t cycle_draw_bytes;         /* malloc.high_at_gc above the survivors of the major that ended it, */
+    size_t previous_draw_bytes;      /* for the latest cycle and the one before (memory.c, expected_refill) */
     uint64_t libc_walk_ns;           /* what the latest walk of glibc's bins took (mallinfo2, malloc_trim) */
     uint64_t libc_walked_at_ns;      /* when the collector's latest walk ended (the walk budget) */
     size_t libc_walked_chunks;       /* the free chunks it visited (mallinfo2's count; after a trim, an estimate) */
