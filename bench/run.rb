@@ -58,6 +58,8 @@ BENCHMARKS = [
                 about: "RDoc over a fixed subset of the sources", full_only: "same as rdoc in --quick mode"),
   Benchmark.new(name: "strings", script: "strings.rb", about: "VWA microbenchmarks on 71-byte strings (i/s)"),
   Benchmark.new(name: "arrays", script: "arrays.rb", about: "Array.new(n) 10M times for n = 0..16 (quick: 1M)"),
+  Benchmark.new(name: "array-new", script: "array_new.rb",
+                about: "Array.new(n) 10M times for n = 0..10, total s (quick: 1M; issue 37's transient-heap bench)"),
   Benchmark.new(name: "objects", script: "objects.rb", about: "0x400000.times { Object.new } (quick: 0x100000)"),
   Benchmark.new(name: "objects-cachegrind", script: "objects_cachegrind.rb", timing: false, reps: 1,
                 about: "D1/LL cache misses of the objects loop under cachegrind (deterministic, one run)"),
