@@ -277,17 +277,20 @@ libc_idle_grew(mosaic_objspace_t *objspace, size_t least)
 
 /* How much of what glibc holds idle the program is expected to take back before the next
  * major: the draw (malloc held above what a major found live, at its most at a GC's start in
- * the cycle that major ended) of the cycle just ended, or of the one before when that was
- * less. A program that mallocs and frees about the same each cycle (a request's buffers, a
- * round of strings) draws as much as a major frees: trimming that returns pages it faults in
- * again at once (string-malloc-pressure: 31 trims, 190k page faults against 48k without
- * them, the same peak RSS). A transient that died once draws only in the cycle it lived: the
- * smaller of the two draws lets its memory go back at the major that freed it. */
+ * the cycle that major ended) of the cycle just ended, or of the two before it when the larger
+ * of those was less. A program that mallocs and frees about the same each cycle (a request's
+ * buffers, a round of strings) draws as much as a major frees: trimming that returns pages it
+ * faults in again at once (string-malloc-pressure: 31 trims, 190k page faults against 48k
+ * without them, the same peak RSS). A transient that died once draws only in the cycle it
+ * lived: its memory goes back at the major that freed it. Two cycles before, not one: a major
+ * the pacer starts in the middle of a round ends a cycle that drew nothing (the round's
+ * buffers all still live), and the next major would take that for a transient. */
 static size_t
 expected_refill(const mosaic_objspace_t *objspace)
 {
-    size_t draw = objspace->memory.cycle_draw_bytes, before = objspace->memory.previous_draw_bytes;
-    return draw < before ? draw : before;
+    const size_t *draw = objspace->memory.draw_bytes;
+    size_t before = draw[1] > draw[2] ? draw[1] : draw[2];
+    return draw[0] < before ? draw[0] : before;
 }
 
 /* malloc_trim(0) when `always`, else by the rule below (mosaic_memory_after_sweep); the trim
@@ -369,8 +372,10 @@ mosaic_memory_after_sweep(mosaic_objspace_t *objspace)
     if (!objspace->full_mark) return;
     /* The draw of the cycle this major ends (expected_refill). */
     size_t survivors = mosaic_pm_survivors(objspace->malloc.bytes_at_gc, objspace->malloc.freed_by_sweep);
-    objspace->memory.previous_draw_bytes = objspace->memory.cycle_draw_bytes;
-    objspace->memory.cycle_draw_bytes = objspace->malloc.high_at_gc > survivors ? objspace->malloc.high_at_gc - survivors : 0;
+    size_t *draw = objspace->memory.draw_bytes;
+    draw[2] = draw[1];
+    draw[1] = draw[0];
+    draw[0] = objspace->malloc.high_at_gc > survivors ? objspace->malloc.high_at_gc - survivors : 0;
     objspace->malloc.high_at_gc = 0;
 #ifdef __GLIBC__
     trim_malloc(objspace, false);

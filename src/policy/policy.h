@@ -77,8 +77,8 @@ struct mosaic_memory_state {
     size_t overhead_at_trim;         /* rss_overhead_bytes after the latest malloc_trim */
     size_t idle_at_trim;             /* glibc's idle bytes at the first walk after the latest trim */
     size_t trim_returned_bytes;      /* how far the latest malloc_trim lowered the overhead */
-    size_t cycle_draw_bytes;         /* malloc.high_at_gc above the survivors of the major that ended it, */
-    size_t previous_draw_bytes;      /* for the latest cycle and the one before (memory.c, expected_refill) */
+    size_t draw_bytes[3];            /* malloc.high_at_gc above the survivors of the major that ended it,
+                                      * for the latest three cycles, newest first (memory.c, expected_refill) */
     uint64_t libc_walk_ns;           /* what the latest walk of glibc's bins took (mallinfo2, malloc_trim) */
     uint64_t libc_walked_at_ns;      /* when the collector's latest walk ended (the walk budget) */
     size_t libc_walked_chunks;       /* the free chunks it visited (mallinfo2's count; after a trim, an estimate) */
