@@ -302,13 +302,13 @@ trim_malloc(mosaic_objspace_t *objspace, bool always)
     /* What glibc holds free and resident shows in the overhead (RSS beyond pages and Ruby's
      * malloc): memory a sweep frees moves from the counted bytes into it. Trim when it grew by
      * MOSAIC_TRIM_IDLE plus twice the expected refill since the latest trim's result and the
-     * trim is likely to pay: chunks
-     * Ruby freed since hold MOSAIC_TRIM_IDLE of whole pages (malloc.c, count_freed_pages), or
-     * the latest trim returned that much; or when the walk budget allows one (small chunks
-     * freed together merge into whole pages, which the count does not see). Or, within the
-     * budget, when glibc's idle figure grew (libc_idle_grew). A trim that returns little walks
-     * every free chunk for nothing: 20 ms with the 100k 1-3 KB chunks of every other string of
-     * an array dropped, where every major that found 1 MiB more overhead did it again. */
+     * trim is likely to pay: chunks Ruby freed since hold MOSAIC_TRIM_IDLE of whole pages
+     * (malloc.c, count_freed_pages), or the latest trim returned that much; or when the walk
+     * budget allows one (small chunks freed together merge into whole pages, which the count
+     * does not see). Or, within the budget, when glibc's idle figure grew (libc_idle_grew). A
+     * trim that returns little walks every free chunk for nothing: 20 ms with the 100k 1-3 KB
+     * chunks of every other string of an array dropped, where every major that found 1 MiB
+     * more overhead did it again. */
     size_t overhead = objspace->memory.rss_overhead_bytes;
     if (overhead < objspace->memory.overhead_at_trim) objspace->memory.overhead_at_trim = overhead;
     /* The idle memory must outgrow twice what the next cycle is expected to take back
