@@ -206,6 +206,45 @@ class TestMosaicMemory < Test::Unit::TestCase
     end
   end
 
+  # MOSAIC_REF_UPDATE_PROBE=1 walks CRuby's VM tables (frozen strings, call infos, symbols,
+  # globals) at every minor GC with nothing moved: every minor is probed, and the walk leaves
+  # every table as it found it.
+  def test_ref_update_probe_counts_every_minor_and_changes_nothing
+    omit "MOSAIC_REF_UPDATE_PROBE" unless mosaic?
+    code = <<~'RUBY'
+      fstrings = Array.new(2000) { |i| -"probe string #{i}" }
+      syms = Array.new(2000) { |i| :"probe_sym_#{i}" }
+      $probe_global = Array.new(100) { |i| "global #{i}" }
+      10.times { GC.start(full_mark: false) }
+      junk = nil
+      200_000.times { |i| junk = "young #{i}" }
+      ok = fstrings.each_with_index.all? { |s, i| s.equal?(-"probe string #{i}") } &&
+           syms.each_with_index.all? { |s, i| s.equal?("probe_sym_#{i}".to_sym) && s.to_s == "probe_sym_#{i}" } &&
+           $probe_global.each_with_index.all? { |s, i| s == "global #{i}" }
+      print ok, " ", GC.stat(:minor_gc_count)
+    RUBY
+    out, err, status = run_with({ "MOSAIC_REF_UPDATE_PROBE" => "1" }, code)
+    assert_predicate status, :success?, err
+    ok, minors = out.split
+    assert_equal "true", ok
+    m = err.match(/\[mosaic\] ref-update probe: (\d+) minor GCs; VM tables' update walk ([\d.]+) ms mean, ([\d.]+) ms max, ([\d.]+) ms total; the minors' pause before the sweep ([\d.]+) ms mean, [\d.]+ ms total; (\d+) remembered objects rescanned and (\d+) young survivors per minor, ([\d.]+)% of what was allocated/)
+    assert m, err
+    assert_operator minors.to_i, :>=, 10
+    assert_equal minors.to_i, m[1].to_i
+    assert_operator m[3].to_f, :>, 0.0      # the walk ran (the tables hold thousands of entries)
+    assert_operator m[7].to_i, :>, 0        # the first minor traces the young arrays and strings above
+    # The interned strings are young survivors the VM's tables hold; $probe_global's young Array
+    # is a root reference that no minor pins.
+    m = err.match(/young survivors the VM's tables can hold \(.*\) (\d+), [\d.]+ per minor; root references to young objects (\d+) not pinned \([\d.]+ per minor\), (\d+) pinned already \([\d.]+ per minor\); not pinned, by root:(.*)$/)
+    assert m, err
+    assert_operator m[1].to_i, :>, 0
+    assert_operator m[2].to_i, :>, 0
+    assert_match(/\bglobal_tbl [1-9]\d*/, m[4])
+    _out, err, status = run_with({}, "GC.start(full_mark: false)")
+    assert_predicate status, :success?, err
+    refute_match(/ref-update probe/, err)   # off by default
+  end
+
   def test_memory_limit_bad_values
     omit "Mosaic's key" unless mosaic?
     assert_gc_script(<<~'RUBY')

@@ -182,6 +182,9 @@ mosaic_collect_finish_cycle(mosaic_objspace_t *objspace, unsigned int reason, bo
         objspace->compact.trigger = MOSAIC_COMPACT_BY_FRAGMENTATION;
     }
     mosaic_pace_after_mark(objspace);
+    if (RB_UNLIKELY(objspace->params.ref_update_probe) && !objspace->full_mark) {
+        mosaic_ref_update_probe(objspace, start_ns);
+    }
 
     /* 6. Sweep. */
     mosaic_sweep_prepare(objspace);
@@ -203,8 +206,10 @@ mosaic_collect_finish_cycle(mosaic_objspace_t *objspace, unsigned int reason, bo
 
     /* 7. Leave. */
     mosaic_memory_after_gc(objspace, reason);
+    if (RB_UNLIKELY(objspace->params.ref_update_probe)) mosaic_ref_update_probe_gc_end(objspace);
     bool verify = verify_due(objspace);
     mosaic_gc_exit(objspace, lev);
+    if (RB_UNLIKELY(objspace->params.ref_update_probe) && !objspace->full_mark) mosaic_ref_update_probe_roots(objspace);
     /* The lazy sweep left: the background sweeper takes pages ahead of it (bg_sweep.c). */
     if (objspace->lazy_sweeping && objspace->heap_walk_depth == 0) mosaic_bg_sweep_start(objspace);
 

@@ -236,6 +236,7 @@ rb_gc_impl_shutdown_call_finalizer(void *objspace_ptr)
 
     /* The breakdown at exit, before exit frees anything (memory.c). */
     if (objspace->params.memory_report) mosaic_memory_report(objspace, "at exit");
+    if (objspace->params.ref_update_probe) mosaic_ref_update_probe_report(objspace);
 
     if (RUBY_ATOMIC_EXCHANGE(objspace->finalize.running, 1)) {
         /* A finalizer is running (we are exiting from inside one): stop collecting. */

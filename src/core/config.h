@@ -33,6 +33,7 @@ struct mosaic_params {
     size_t stress_minor_every;       /* checking build: MOSAIC_STRESS_MINOR=N, a GC every N allocations */
     bool stress_compact;             /* checking build: MOSAIC_STRESS_COMPACT=1, those GCs compact (alloc.c) */
     bool trace;                      /* MOSAIC_TRACE=1: one line per GC on stderr (memory.c) */
+    bool ref_update_probe;           /* MOSAIC_REF_UPDATE_PROBE=1: debug/ref_update_probe.c */
     bool memory_report;              /* MOSAIC_MEMORY_REPORT=1: breakdown at exit and at peak */
     size_t memory_limit;             /* MOSAIC_MEMORY_LIMIT / GC.config(memory_limit:); 0: none */
     double gc_time_max;              /* MOSAIC_GC_TIME_MAX: above this share of time in GC the room grows (pace.c; 0: off) */

@@ -132,10 +132,12 @@ void mosaic_ptr_vec_free(struct mosaic_ptr_vec *vec);
 
 /* CRuby's imemo kind of a T_IMEMO: bits RUBY_FL_USHIFT.. of its flags (internal/imemo.h's
  * imemo_type, IMEMO_MASK 0x0f). Mosaic reads it for instruction sequences (mark.c), heap
- * environments (generation.c) and the kinds the background sweeper may free (sweep.c). */
+ * environments (generation.c), the kinds the background sweeper may free (sweep.c) and the
+ * kinds the VM's tables key (debug/ref_update_probe.c). */
 enum {
     MOSAIC_IMEMO_ENV = 0, MOSAIC_IMEMO_CREF = 1, MOSAIC_IMEMO_SVAR = 2, MOSAIC_IMEMO_THROW_DATA = 3,
-    MOSAIC_IMEMO_IFUNC = 4, MOSAIC_IMEMO_MEMO = 5, MOSAIC_IMEMO_ISEQ = 7,
+    MOSAIC_IMEMO_IFUNC = 4, MOSAIC_IMEMO_MEMO = 5, MOSAIC_IMEMO_MENT = 6, MOSAIC_IMEMO_ISEQ = 7,
+    MOSAIC_IMEMO_CALLINFO = 11,
 };
 static inline unsigned int
 mosaic_imemo_kind(VALUE obj)

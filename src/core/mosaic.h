@@ -12,7 +12,7 @@
  *   threads/threads.h      the parallel markers and the background sweeper
  *   policy/policy.h        pacing, malloc accounting, memory figures
  *   introspect/introspect.h  GC.stat and the profiler's records, heap walks
- *   debug/debug.h          the checking build's state, the heap checker, race mode
+ *   debug/debug.h          the checking build's state, the heap checker, race mode; the reference-update probe
  *
  * Every .c file includes this header. The parts are members by value (no indirection on the
  * allocation and marking paths), so a change to any part's struct recompiles every file.
@@ -78,6 +78,7 @@ struct mosaic_objspace {
     struct mosaic_params params;     /* core/config.c */
     struct mosaic_stats stats;       /* introspect/stats.c */
     struct mosaic_checks checks;     /* debug/: the checking build's */
+    struct mosaic_ref_probe ref_probe;   /* debug/ref_update_probe.c: MOSAIC_REF_UPDATE_PROBE */
     unsigned long live_ractor_cache_count;
 };
 

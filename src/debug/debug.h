@@ -1,7 +1,8 @@
 /*
  * debug.h: the checking build's tools. The heap checker (verify.c) and the race mode
  * (stress_races.c: MOSAIC_STRESS_RACES delays each hand-over between the GC threads and
- * the mutator).
+ * the mutator). And, in every build, the reference-update probe (ref_update_probe.c:
+ * MOSAIC_REF_UPDATE_PROBE=1).
  */
 #ifndef MOSAIC_DEBUG_H
 #define MOSAIC_DEBUG_H
@@ -43,6 +44,28 @@ struct mosaic_checks {
      * entry points hand each edge to it instead of marking (mark.c). */
     void (*edge_visitor)(mosaic_objspace_t *objspace, VALUE child, bool weak);
 };
+
+/* ref_update_probe.c: MOSAIC_REF_UPDATE_PROBE=1 times, at every minor GC, the walk of CRuby's
+ * VM-wide tables that an evacuating young space would add (nothing moves). */
+struct mosaic_ref_probe {
+    size_t minors;                   /* minor GCs probed */
+    uint64_t walk_ns;                /* rb_gc_update_vm_references, all minors */
+    uint64_t walk_max_ns;            /* ... the longest */
+    uint64_t mark_ns;                /* the minors' pauses from their start to the probe */
+    size_t rescanned;                /* remembered objects the minors rescanned */
+    size_t survivors;                /* young objects the minors traced */
+    size_t allocated;                /* objects allocated before those minors, since the GC before each */
+    size_t allocated_at_gc;          /* the allocation count at the latest GC's end */
+#define MOSAIC_PROBE_CATEGORIES 16
+    const char *category[MOSAIC_PROBE_CATEGORIES];  /* root categories seen (CRuby's static names) */
+    size_t root_young[MOSAIC_PROBE_CATEGORIES];     /* root references to young objects not pinned, by category */
+    size_t root_young_pinned;        /* root references to young objects the minor pinned */
+    size_t table_survivors;          /* young survivors the VM's tables can hold */
+};
+void mosaic_ref_update_probe(mosaic_objspace_t *objspace, uint64_t gc_start_ns);
+void mosaic_ref_update_probe_gc_end(mosaic_objspace_t *objspace);
+void mosaic_ref_update_probe_roots(mosaic_objspace_t *objspace);
+void mosaic_ref_update_probe_report(mosaic_objspace_t *objspace);
 
 #pragma GCC visibility pop
 
