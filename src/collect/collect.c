@@ -131,6 +131,8 @@ mosaic_collect(mosaic_objspace_t *objspace, unsigned int reason)
     objspace->full_mark = full;
     objspace->stats.latest_reason = reason;
     objspace->malloc.bytes_at_gc = __atomic_load_n(&objspace->malloc.bytes, __ATOMIC_RELAXED);
+    /* The cycle's most, for the draw that malloc_trim's rule reads (memory.c, expected_refill). */
+    if (objspace->malloc.bytes_at_gc > objspace->malloc.high_at_gc) objspace->malloc.high_at_gc = objspace->malloc.bytes_at_gc;
     objspace->heap_bytes_at_gc = 0;
     for (int i = 0; i < MOSAIC_HEAP_COUNT; i++) {
         struct mosaic_heap *heap = &objspace->heaps[i];

@@ -370,6 +370,7 @@ mosaic_memory_after_sweep(mosaic_objspace_t *objspace)
      * run thousands of GCs (arrays: 17818). */
     if (objspace->full_mark || objspace->params.memory_limit) mosaic_memory_measure_overhead(objspace);
     if (!objspace->full_mark) return;
+#ifdef __GLIBC__
     /* The draw of the cycle this major ends (expected_refill). */
     size_t survivors = mosaic_pm_survivors(objspace->malloc.bytes_at_gc, objspace->malloc.freed_by_sweep);
     size_t *draw = objspace->memory.draw_bytes;
@@ -377,7 +378,6 @@ mosaic_memory_after_sweep(mosaic_objspace_t *objspace)
     draw[1] = draw[0];
     draw[0] = objspace->malloc.high_at_gc > survivors ? objspace->malloc.high_at_gc - survivors : 0;
     objspace->malloc.high_at_gc = 0;
-#ifdef __GLIBC__
     trim_malloc(objspace, false);
 #endif
 }

@@ -594,7 +594,6 @@ mosaic_pace_malloc_limit(mosaic_objspace_t *objspace)
     }
 
     size_t inc = __atomic_exchange_n(&objspace->malloc.increase, 0, __ATOMIC_RELAXED);
-    if (objspace->malloc.bytes_at_gc > objspace->malloc.high_at_gc) objspace->malloc.high_at_gc = objspace->malloc.bytes_at_gc;
 
     objspace->malloc.limit = mosaic_pm_malloc_limit(objspace->malloc.limit, inc, params->malloc_limit_growth_factor,
                                                     params->malloc_limit_min, params->malloc_limit_max);
