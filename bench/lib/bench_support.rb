@@ -33,6 +33,17 @@ module Bench
       now - t
     end
 
+    # Seconds for `iterations` calls of Array.new(n), keeping nothing (arrays.rb, array_new.rb).
+    def array_new_seconds(n, iterations)
+      time do
+        i = 0
+        while i < iterations
+          Array.new(n)
+          i += 1
+        end
+      end
+    end
+
     def figure(name, value, unit, better: :higher)
       @figures << { "name" => name, "value" => value, "unit" => unit, "better" => better.to_s }
       shown = value.is_a?(Float) ? format("%.4g", value) : value

@@ -9,14 +9,6 @@ require_relative "../lib/bench_support"
 iterations = if (i = ARGV.index("--count")) then Integer(ARGV[i + 1])
              else Bench.size(10_000_000, 1_000_000)
              end
-per_n = (0..10).map do |n|
-  Bench.time do
-    i = 0
-    while i < iterations
-      Array.new(n)
-      i += 1
-    end
-  end
-end
+per_n = (0..10).map { |n| Bench.array_new_seconds(n, iterations) }
 Bench.figure("Array.new(0..10) x#{iterations}", per_n.sum, "s", better: :lower)
 per_n.each_with_index { |s, n| Bench.figure("Array.new(#{n}) x#{iterations}", s, "s", better: :lower) }

@@ -5,12 +5,5 @@ require_relative "../lib/bench_support"
 
 iterations = Bench.size(10_000_000, 1_000_000)
 (0..16).each do |n|
-  seconds = Bench.time do
-    i = 0
-    while i < iterations
-      Array.new(n)
-      i += 1
-    end
-  end
-  Bench.figure("Array.new(#{n}) x#{iterations}", seconds, "s", better: :lower)
+  Bench.figure("Array.new(#{n}) x#{iterations}", Bench.array_new_seconds(n, iterations), "s", better: :lower)
 end
