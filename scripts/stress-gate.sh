@@ -18,9 +18,11 @@ PARTS=${*:-unit testall}
 mkdir -p "$LOGS"
 rc_all=0
 export MOSAIC_STRESS_MINOR=$N RUBY_GC_LIBRARY=mosaic_check MOSAIC_EXPECT_GC=mosaic
-# Every collection marks on two threads (MOSAIC_PARALLEL_MARK_MIN=0), so the heap checker runs
-# after parallel marks; the serial marker is what the release-build gates run below the threshold.
+# Every collection marks on two threads (MOSAIC_PARALLEL_MARK_MIN=0) and every lazy sweep has the
+# background sweeper beside it (MOSAIC_BACKGROUND_SWEEP_MIN_PAGES=0), so the heap checker runs
+# after both; the serial marker and sweeper are what the release-build gates run below the thresholds.
 export MOSAIC_GC_THREADS=${MOSAIC_GC_THREADS:-2} MOSAIC_PARALLEL_MARK_MIN=${MOSAIC_PARALLEL_MARK_MIN:-0}
+export MOSAIC_BACKGROUND_SWEEP_MIN_PAGES=${MOSAIC_BACKGROUND_SWEEP_MIN_PAGES:-0}
 # A verified collection every N allocations makes allocation-heavy child scripts several times
 # slower than their timeouts assume (TestObjectSpace#test_finalizer defines a million finalizers
 # in 60 s): scale every timeout, as CRuby's CI does for its valgrind and sanitizer builds

@@ -171,8 +171,9 @@ fi
 # value or a [BUG] from the VM, which the other gates catch; this one catches Mosaic's own
 # accesses past the end of, or after the free of, malloc'd memory (page structs, the arenas'
 # mark bits, the page index, the weak index, the sweeper's state) and undefined behaviour.
-# Four GC threads, and every mark parallel (MOSAIC_PARALLEL_MARK_MIN=0): marking shares work
-# even on 2 cores. Timeouts scaled by 5 as in the stress gate (the suite runs about 4x slower).
+# Four GC threads, every mark parallel (MOSAIC_PARALLEL_MARK_MIN=0) and every lazy sweep shared
+# with the background sweeper (MOSAIC_BACKGROUND_SWEEP_MIN_PAGES=0): the threads work beside Ruby
+# even on 2 cores and small heaps. Timeouts scaled by 5 as in the stress gate (the suite runs about 4x slower).
 # Children of assert_separately inherit the preload, and any report on their stderr fails them.
 # allocator_may_return_null=1 makes ASan's malloc return NULL past its 1 TiB maximum, as glibc's
 # does, for the NoMemoryError tests (it then warns; those tests ignore stderr under this build).
@@ -186,7 +187,7 @@ if [[ " $GATES " == *" asan "* ]]; then
   elif ! opts=$(env "${asan_env[@]}" "$MOSAIC_RUBY" -e 'print GC::OPTS.join(" ")' 2>&1) || [[ " $opts " != *" MOSAIC_ASAN "* ]]; then
     fail "mosaic suite under mosaic_asan: the library is not the sanitized build (GC::OPTS: $opts)"
   else
-    env "${asan_env[@]}" MOSAIC_GC_THREADS=4 MOSAIC_PARALLEL_MARK_MIN=0 RUBY_TEST_TIMEOUT_SCALE=5 \
+    env "${asan_env[@]}" MOSAIC_GC_THREADS=4 MOSAIC_PARALLEL_MARK_MIN=0 MOSAIC_BACKGROUND_SWEEP_MIN_PAGES=0 RUBY_TEST_TIMEOUT_SCALE=5 \
       MOSAIC_EXPECT_GC=mosaic "$MOSAIC_RUBY" "$MOSAIC_RUBY_SRC/tool/test/runner.rb" -q "$MOSAIC_ROOT/test" >"$log" 2>&1
     rc=$?; sum=$(testall_summary "$log")
     if [ $rc = 0 ] && [ -n "$sum" ] && grep -q "+GC\[mosaic\]" "$log" && ! grep -aqE "AddressSanitizer|runtime error:" "$log"; then

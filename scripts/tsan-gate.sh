@@ -2,7 +2,8 @@
 # The ThreadSanitizer gate: Mosaic's own suite (test/*.rb) on the checking build compiled with
 # -fsanitize=thread (make install-tsan: librubygc.mosaic_tsan.so; this script installs
 # nothing), libtsan preloaded, four GC threads and every mark parallel
-# (MOSAIC_GC_THREADS=4 MOSAIC_PARALLEL_MARK_MIN=0), the background sweeper on (its default).
+# (MOSAIC_GC_THREADS=4 MOSAIC_PARALLEL_MARK_MIN=0), the background sweeper on (its default) for
+# every lazy sweep, however small (MOSAIC_BACKGROUND_SWEEP_MIN_PAGES=0).
 # Fails on any ThreadSanitizer report, in the runner or in any child Ruby (assert_separately's
 # children inherit LD_PRELOAD and TSAN_OPTIONS; every process writes its reports to its own
 # file under the log directory, log_path, so a child whose stderr a test ignores still fails
@@ -83,7 +84,7 @@ if [[ "$opts" == *"unexpected memory mapping"* ]]; then
 fi
 [[ " $opts " == *" MOSAIC_TSAN "* ]] || fail "$name: the library is not the TSan build (make install-tsan; GC::OPTS: $opts)"
 
-env "${tsan_env[@]}" TSAN_OPTIONS="$tsan_options:log_path=$reports/tsan" MOSAIC_GC_THREADS=4 MOSAIC_PARALLEL_MARK_MIN=0 RUBY_TEST_TIMEOUT_SCALE=${RUBY_TEST_TIMEOUT_SCALE:-5} \
+env "${tsan_env[@]}" TSAN_OPTIONS="$tsan_options:log_path=$reports/tsan" MOSAIC_GC_THREADS=4 MOSAIC_PARALLEL_MARK_MIN=0 MOSAIC_BACKGROUND_SWEEP_MIN_PAGES=0 RUBY_TEST_TIMEOUT_SCALE=${RUBY_TEST_TIMEOUT_SCALE:-5} \
   MOSAIC_EXPECT_GC=mosaic "${run[@]}" "$MOSAIC_RUBY" "$MOSAIC_RUBY_SRC/tool/test/runner.rb" -q "${files[@]}" >"$log" 2>&1
 rc=$?; sum=$(testall_summary "$log")
 secs=$(( $(date +%s)-t ))

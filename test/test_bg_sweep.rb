@@ -9,7 +9,7 @@ require_relative "helper"
 class TestMosaicBackgroundSweep < Test::Unit::TestCase
   include MosaicTestHelper
 
-  BG = { "MOSAIC_GC_THREADS" => "2", "MOSAIC_BACKGROUND_SWEEP" => "1" }
+  BG = { "MOSAIC_GC_THREADS" => "2", "MOSAIC_BACKGROUND_SWEEP" => "1", "MOSAIC_BACKGROUND_SWEEP_MIN_PAGES" => "0" }
 
   # Garbage of every kind the thread frees (strings, arrays, hashes, objects, floats, bignums,
   # structs, match data), with heap buffers, among live data that must survive intact.
@@ -371,6 +371,27 @@ class TestMosaicBackgroundSweep < Test::Unit::TestCase
       assert_equal 0, GC.stat(:mosaic_background_sweeps)
       assert_equal 0, GC.stat(:mosaic_background_freed_objects)
       assert_equal 0, GC.stat(:mosaic_background_handed_over_blocks)
+    RUBY
+  end
+
+  # A lazy sweep of fewer pages than MOSAIC_BACKGROUND_SWEEP_MIN_PAGES stays on the Ruby thread
+  # (waking the thread costs more than it takes off the mutator); one of at least that many
+  # goes to the thread. The same program, its heap's page count between the two thresholds.
+  def test_small_sweeps_stay_on_the_ruby_thread
+    omit "Mosaic's background sweeper" unless mosaic?
+    work = <<~'RUBY'
+      5.times { |r| garbage(50_000, r); GC.start(immediate_sweep: false) }
+      garbage(50_000, 9)
+      pages = GC.stat(:heap_allocated_pages)
+    RUBY
+    assert_gc_script(PRELUDE + work + <<~'RUBY', env: BG.merge("MOSAIC_BACKGROUND_SWEEP_MIN_PAGES" => "100000"))
+      assert_operator pages, :>, 1
+      assert_equal 0, GC.stat(:mosaic_background_sweeps), "a sweep of #{pages} pages went to the thread"
+      assert_equal 0, GC.stat(:mosaic_background_freed_objects)
+    RUBY
+    assert_gc_script(PRELUDE + work + <<~'RUBY', env: BG.merge("MOSAIC_BACKGROUND_SWEEP_MIN_PAGES" => "1"))
+      assert_operator GC.stat(:mosaic_background_sweeps), :>, 0, "no sweep of #{pages} pages went to the thread"
+      assert_operator GC.stat(:mosaic_background_freed_objects), :>, 0
     RUBY
   end
 end

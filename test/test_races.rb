@@ -9,7 +9,8 @@ class TestMosaicRaces < Test::Unit::TestCase
 
   # Four GC threads, every mark parallel, the background sweeper on: every kind of hand-over.
   RACES = { "MOSAIC_STRESS_RACES" => "30", "MOSAIC_GC_THREADS" => "4", "MOSAIC_PARALLEL_MARK_MIN" => "0",
-            "MOSAIC_BACKGROUND_SWEEP" => "1", "MOSAIC_STRESS_INCREMENTAL" => "256" }
+            "MOSAIC_BACKGROUND_SWEEP" => "1", "MOSAIC_BACKGROUND_SWEEP_MIN_PAGES" => "0",
+            "MOSAIC_STRESS_INCREMENTAL" => "256" }
 
   WORK = <<~'RUBY'
     live = {}

@@ -10,7 +10,8 @@
  * background mode (sweep.c): it frees only the objects whose freeing touches nothing but the
  * object and its malloc'd buffers (background_safe_p in sweep.c), and leaves the others, marked in the
  * page's leftover bits, for the mutator. The mutator's lazy sweep then finds most pages done,
- * and only queues them (and frees their leftovers).
+ * and only queues them (and frees their leftovers). A cycle of fewer than
+ * MOSAIC_BACKGROUND_SWEEP_MIN_PAGES listed pages is left to the mutator: the thread does not start.
  *
  * Invariants:
  *  - Each page of the cycle is swept by exactly one thread. Its slot in `pages` is taken by an
@@ -222,6 +223,9 @@ mosaic_bg_sweep_start(mosaic_objspace_t *objspace)
 {
     struct mosaic_bg_sweep *bg = objspace->threads.bg_sweep;
     if (!bg || bg->count == 0 || !objspace->params.background_sweep) return;
+    /* A small sweep stays on the Ruby thread: waking the thread and handing the pages between
+     * two cores' caches costs more CPU than the sweep it takes off the mutator (decision 0008). */
+    if (bg->count < objspace->params.background_sweep_min_pages) return;
     if (!bg->started && !mosaic_gc_threads_allowed(objspace)) return;  /* a forked child's first GC */
     pthread_mutex_lock(&bg->lock);
     /* An event hook on freed objects wants every free reported on a Ruby thread. */

@@ -125,24 +125,27 @@ module DiffRun
   end
 
   # What each GC name runs: its library and environment. The checking build marks every
-  # collection on two threads (mark_workers.c), so the parallel marker is verified after every
-  # GC; "mosaic_check_steps" is the checking build with every major GC the pacer starts (and
+  # collection on two threads (mark_workers.c) and has the background sweeper beside every lazy
+  # sweep, so both are verified after every GC; "mosaic_check_steps" is the checking build with every major GC the pacer starts (and
   # GC.start(immediate_mark: false)) marking in steps of 64 slots shared by 4 markers, the tri-color invariant
   # checked between steps. The release build keeps its defaults.
   VARIANTS = {
-    "mosaic_check" => ["mosaic_check", { "MOSAIC_GC_THREADS" => "2", "MOSAIC_PARALLEL_MARK_MIN" => "0" }],
+    "mosaic_check" => ["mosaic_check", { "MOSAIC_GC_THREADS" => "2", "MOSAIC_PARALLEL_MARK_MIN" => "0",
+                                         "MOSAIC_BACKGROUND_SWEEP_MIN_PAGES" => "0" }],
     # Incremental marking in steps of 64 slots, each shared by 4 markers (16 slots each).
     "mosaic_check_steps" => ["mosaic_check", { "MOSAIC_STRESS_INCREMENTAL" => "64", "MOSAIC_GC_THREADS" => "4",
-                                               "MOSAIC_PARALLEL_MARK_MIN" => "0" }],
+                                               "MOSAIC_PARALLEL_MARK_MIN" => "0",
+                                               "MOSAIC_BACKGROUND_SWEEP_MIN_PAGES" => "0" }],
     # The race gate's (scripts/race-gate.sh): four GC threads, every mark parallel, the
     # background sweeper on, and every hand-over between them and the mutator delayed at
     # random (MOSAIC_STRESS_RACES, up to the environment's value or 50 us).
     "mosaic_check_races" => ["mosaic_check", { "MOSAIC_STRESS_RACES" => ENV.fetch("MOSAIC_STRESS_RACES", "50"),
                                                "MOSAIC_GC_THREADS" => "4", "MOSAIC_PARALLEL_MARK_MIN" => "0",
-                                               "MOSAIC_BACKGROUND_SWEEP" => "1" }],
+                                               "MOSAIC_BACKGROUND_SWEEP" => "1", "MOSAIC_BACKGROUND_SWEEP_MIN_PAGES" => "0" }],
     "mosaic_check_steps_races" => ["mosaic_check", { "MOSAIC_STRESS_RACES" => ENV.fetch("MOSAIC_STRESS_RACES", "50"),
                                                      "MOSAIC_STRESS_INCREMENTAL" => "64", "MOSAIC_GC_THREADS" => "4",
-                                                     "MOSAIC_PARALLEL_MARK_MIN" => "0", "MOSAIC_BACKGROUND_SWEEP" => "1" }],
+                                                     "MOSAIC_PARALLEL_MARK_MIN" => "0", "MOSAIC_BACKGROUND_SWEEP" => "1",
+                                                     "MOSAIC_BACKGROUND_SWEEP_MIN_PAGES" => "0" }],
   }.freeze
 
   # Runs program file under gc with a timeout; kills the whole process group on timeout.
