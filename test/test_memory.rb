@@ -240,6 +240,17 @@ class TestMosaicMemory < Test::Unit::TestCase
     assert_operator m[1].to_i, :>, 0
     assert_operator m[2].to_i, :>, 0
     assert_match(/\bglobal_tbl [1-9]\d*/, m[4])
+    # What could not move: the arrays held by the frame's locals (the VM stack pins), and the
+    # interned strings and Symbols; the pages they lie on are some of the survivors' pages.
+    m = err.match(/young survivors that could not move (\d+) \([\d.]+ per minor: (\d+) pinned by the mark, (\d+) more the tables can hold\); pages holding young objects ([\d.]+) per minor, young survivors ([\d.]+), one that could not move ([\d.]+) \(\d+% of those holding young objects\)/)
+    assert m, err
+    assert_equal m[1].to_i, m[2].to_i + m[3].to_i
+    assert_operator m[2].to_i, :>, 0
+    assert_operator m[3].to_i, :>, 0
+    assert_operator m[6].to_f, :>, 0.0
+    assert_operator m[6].to_f, :<=, m[5].to_f
+    assert_operator m[5].to_f, :<=, m[4].to_f
+    assert_operator m[5].to_f, :<, m[4].to_f   # the 200,000 young strings die on pages of their own
     _out, err, status = run_with({}, "GC.start(full_mark: false)")
     assert_predicate status, :success?, err
     refute_match(/ref-update probe/, err)   # off by default

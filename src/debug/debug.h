@@ -61,6 +61,11 @@ struct mosaic_ref_probe {
     size_t root_young[MOSAIC_PROBE_CATEGORIES];     /* root references to young objects not pinned, by category */
     size_t root_young_pinned;        /* root references to young objects the minor pinned */
     size_t table_survivors;          /* young survivors the VM's tables can hold */
+    size_t table_unpinned_survivors; /* ... that the minor did not pin */
+    size_t pinned_survivors;         /* young survivors the minor pinned */
+    size_t allocated_pages;          /* pages holding a young object, dead or alive, all minors */
+    size_t survivor_pages;           /* pages holding a young survivor, all minors */
+    size_t unmovable_pages;          /* ... holding one that could not move (pinned or table-held) */
 };
 void mosaic_ref_update_probe(mosaic_objspace_t *objspace, uint64_t gc_start_ns);
 void mosaic_ref_update_probe_gc_end(mosaic_objspace_t *objspace);

@@ -13,7 +13,8 @@
  * minor's pause up to that point (its mark). It also counts what would move: the young
  * objects each minor traced, and what share they are of the objects allocated since the GC
  * before (the survival rate a nursery's size is chosen by); of those, the ones the VM's tables
- * can hold (which such a space would keep in place, decision 0027); and the root references that
+ * can hold (which such a space would keep in place, decision 0027) or the mark pinned, and the
+ * pages they lie on (pages such a space could not hand back whole); and the root references that
  * name young objects this minor did not pin (what pinning the roots' direct referents would pin).
  * At exit it prints the totals on stderr.
  *
@@ -32,32 +33,69 @@
 
 #include "core/mosaic.h"
 
-/* The young survivors (marked, not old) that the VM's tables can hold, which a moving young
- * space would keep where they are (decision 0027): frozen strings, Symbols, and the imemos the
+/* Whether a young survivor is of a kind the VM's tables can hold, which a moving young space
+ * would keep where it is (decision 0027): frozen strings, Symbols, and the imemos the
  * call-info and overloaded-method tables key (callinfo, ment). */
+static bool
+table_held_p(VALUE obj)
+{
+    switch (RB_BUILTIN_TYPE(obj)) {
+      case T_STRING: return (RBASIC(obj)->flags & RSTRING_FSTR) != 0;
+      case T_SYMBOL: return true;
+      case T_IMEMO:
+        return mosaic_imemo_kind(obj) == MOSAIC_IMEMO_MENT || mosaic_imemo_kind(obj) == MOSAIC_IMEMO_CALLINFO;
+      default: return false;
+    }
+}
+
+/* Whether an unmarked slot of `page` holds an object (free slots have flags 0). */
+static bool
+page_has_dead_object(const struct mosaic_page *page)
+{
+    for (size_t w = 0; w < MOSAIC_BITMAP_WORDS && w * 64 < page->total_slots; w++) {
+        mosaic_bits_t unmarked = ~page->mark_bits[w];
+        while (unmarked) {
+            size_t b = (size_t)__builtin_ctzll(unmarked);
+            unmarked &= unmarked - 1;
+            if (w * 64 + b >= page->total_slots) break;
+            if (RBASIC(mosaic_slot_at(page, w * 64 + b))->flags != 0) return true;
+        }
+    }
+    return false;
+}
+
+/* The young survivors (marked, not old) a moving young space could not move: those the VM's
+ * tables can hold, and those this minor pinned (rb_gc_mark rather than rb_gc_mark_movable, the
+ * VM stacks, conservative references; pins are cleared at every mark's start). And the pages
+ * they lie on, against the pages holding any young object, dead or alive: a page with one
+ * unmovable survivor cannot be handed back whole (issue 37). Young objects of one cycle fill the pages the lazy
+ * sweep hands out one at a time per class, so these pages stand for a nursery's. */
 static void
-count_table_survivors(mosaic_objspace_t *objspace, struct mosaic_ref_probe *probe)
+count_unmovable_survivors(mosaic_objspace_t *objspace, struct mosaic_ref_probe *probe)
 {
     for (size_t p = 0; p < objspace->pages.sorted_count; p++) {
         struct mosaic_page *page = objspace->pages.sorted[p];
+        bool any_young = false, any_unmovable = false;
         for (size_t w = 0; w < MOSAIC_BITMAP_WORDS; w++) {
-            mosaic_bits_t young = page->mark_bits[w] & ~page->old_bits[w];
+            mosaic_bits_t young = page->mark_bits[w] & ~page->old_bits[w];   /* clear past total_slots */
+            any_young |= young != 0;
+            mosaic_bits_t pinned = young & page->pinned_bits[w];
+            probe->pinned_survivors += (size_t)__builtin_popcountll(pinned);
+            any_unmovable |= pinned != 0;
             while (young) {
                 size_t b = (size_t)__builtin_ctzll(young);
                 young &= young - 1;
-                if (w * 64 + b >= page->total_slots) break;
-                VALUE obj = mosaic_slot_at(page, w * 64 + b);
-                switch (RB_BUILTIN_TYPE(obj)) {
-                  case T_STRING: probe->table_survivors += (RBASIC(obj)->flags & RSTRING_FSTR) != 0; break;
-                  case T_SYMBOL: probe->table_survivors++; break;
-                  case T_IMEMO:
-                    probe->table_survivors += mosaic_imemo_kind(obj) == MOSAIC_IMEMO_MENT ||
-                        mosaic_imemo_kind(obj) == MOSAIC_IMEMO_CALLINFO;
-                    break;
-                  default: break;
-                }
+                if (!table_held_p(mosaic_slot_at(page, w * 64 + b))) continue;
+                probe->table_survivors++;
+                probe->table_unpinned_survivors += !((pinned >> b) & 1);
+                any_unmovable = true;
             }
         }
+        probe->survivor_pages += any_young;
+        probe->unmovable_pages += any_unmovable;
+        /* A page this cycle allocated into: a young survivor, or a dead young object (unmarked,
+         * not free: the previous cycle's sweep freed every earlier dead object). */
+        probe->allocated_pages += any_young || page_has_dead_object(page);
     }
 }
 
@@ -78,7 +116,7 @@ mosaic_ref_update_probe(mosaic_objspace_t *objspace, uint64_t gc_start_ns)
     size_t traced = objspace->mark.last_traced[0] - 1;
     size_t rescanned = objspace->stats.remembered_rescanned;
     probe->survivors += traced > rescanned ? traced - rescanned : 0;
-    count_table_survivors(objspace, probe);
+    count_unmovable_survivors(objspace, probe);
     size_t allocated = mosaic_total_allocated(objspace);
     probe->allocated += allocated - probe->allocated_at_gc;
     probe->allocated_at_gc = allocated;
@@ -146,4 +184,11 @@ mosaic_ref_update_probe_report(mosaic_objspace_t *objspace)
         fprintf(stderr, " %s %zu", probe->category[c], probe->root_young[c]);
     }
     fprintf(stderr, "\n");
+    size_t unmovable = probe->pinned_survivors + probe->table_unpinned_survivors;
+    fprintf(stderr, "[mosaic] ref-update probe: young survivors that could not move %zu (%.1f per minor: "
+            "%zu pinned by the mark, %zu more the tables can hold); pages holding young objects %.1f per minor, "
+            "young survivors %.1f, one that could not move %.1f (%.0f%% of those holding young objects)\n",
+            unmovable, (double)unmovable / n, probe->pinned_survivors, probe->table_unpinned_survivors,
+            (double)probe->allocated_pages / n, (double)probe->survivor_pages / n, (double)probe->unmovable_pages / n,
+            probe->allocated_pages ? 100.0 * (double)probe->unmovable_pages / (double)probe->allocated_pages : 0.0);
 }
