@@ -51,7 +51,7 @@ struct mosaic_ref_probe {
     size_t minors;                   /* minor GCs probed */
     uint64_t walk_ns;                /* rb_gc_update_vm_references, all minors */
     uint64_t walk_max_ns;            /* ... the longest */
-    uint64_t mark_ns;                /* the minors' pauses from their start to the probe */
+    uint64_t pause_ns;               /* the minors' pauses from their start to the probe */
     size_t rescanned;                /* remembered objects the minors rescanned */
     size_t survivors;                /* young objects the minors traced */
     size_t allocated;                /* objects allocated before those minors, since the GC before each */

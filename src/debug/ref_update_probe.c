@@ -109,12 +109,12 @@ mosaic_ref_update_probe(mosaic_objspace_t *objspace, uint64_t gc_start_ns)
     probe->minors++;
     probe->walk_ns += walk;
     if (walk > probe->walk_max_ns) probe->walk_max_ns = walk;
-    probe->mark_ns += start > gc_start_ns ? start - gc_start_ns : 0;
-    probe->rescanned += objspace->stats.remembered_rescanned;
+    probe->pause_ns += start > gc_start_ns ? start - gc_start_ns : 0;
     /* What would move: the young objects this minor traced (every object it traced, less the
      * remembered old ones it rescanned), against what was allocated since the previous GC. */
-    size_t traced = objspace->mark.last_traced[0] - 1;
     size_t rescanned = objspace->stats.remembered_rescanned;
+    probe->rescanned += rescanned;
+    size_t traced = objspace->mark.last_traced[0] - 1;
     probe->survivors += traced > rescanned ? traced - rescanned : 0;
     count_unmovable_survivors(objspace, probe);
     size_t allocated = mosaic_total_allocated(objspace);
@@ -170,7 +170,7 @@ mosaic_ref_update_probe_report(mosaic_objspace_t *objspace)
             "%.0f remembered objects rescanned and %.0f young survivors per minor, %.1f%% of what was "
             "allocated since the GC before\n",
             probe->minors, (double)probe->walk_ns / n / 1e6, (double)probe->walk_max_ns / 1e6,
-            (double)probe->walk_ns / 1e6, (double)probe->mark_ns / n / 1e6, (double)probe->mark_ns / 1e6,
+            (double)probe->walk_ns / 1e6, (double)probe->pause_ns / n / 1e6, (double)probe->pause_ns / 1e6,
             (double)probe->rescanned / n, (double)probe->survivors / n,
             probe->allocated ? 100.0 * (double)probe->survivors / (double)probe->allocated : 0.0);
     size_t unpinned = 0;
