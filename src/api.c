@@ -217,7 +217,7 @@ rb_gc_impl_prepare_heap(void *objspace_ptr)
 void
 rb_gc_impl_gc_enable(void *objspace_ptr)
 {
-    ((mosaic_objspace_t *)objspace_ptr)->dont_gc = false;
+    mosaic_set_dont_gc((mosaic_objspace_t *)objspace_ptr, false);
 }
 
 void
@@ -225,13 +225,13 @@ rb_gc_impl_gc_disable(void *objspace_ptr, bool finish_current_gc)
 {
     mosaic_objspace_t *objspace = objspace_ptr;
     if (finish_current_gc) mosaic_gc_rest(objspace);
-    objspace->dont_gc = true;
+    mosaic_set_dont_gc(objspace, true);
 }
 
 bool
 rb_gc_impl_gc_enabled_p(void *objspace_ptr)
 {
-    return !((mosaic_objspace_t *)objspace_ptr)->dont_gc;
+    return !mosaic_dont_gc((mosaic_objspace_t *)objspace_ptr);
 }
 
 void

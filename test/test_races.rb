@@ -101,4 +101,44 @@ class TestMosaicRaces < Test::Unit::TestCase
       GC.verify_internal_consistency
     RUBY
   end
+
+  # GC.disable and GC.enable take no lock, and another Ractor reads the flag as it allocates and
+  # mallocs (alloc.c's refill, malloc.c's guard). A refill that read it twice could decline to
+  # grow past the budget (GC enabled), then to collect (GC now disabled), and raise
+  # NoMemoryError: 6 of 6 runs did before it read the flag once. Under the TSan gate this also
+  # failed with a data race between rb_gc_impl_gc_enable's store and cache_refill's load,
+  # before every access went through mosaic_dont_gc / mosaic_set_dont_gc. Both sides run for a
+  # second of wall time, so the Ractor's refills meet the toggles however fast either is.
+  def test_gc_disable_while_another_ractor_allocates
+    omit "Mosaic's GC.disable" unless mosaic?
+    assert_gc_script(<<~'RUBY', timeout: 300)
+      Warning[:experimental] = false
+      r = Ractor.new do
+        keep = []
+        stop = Process.clock_gettime(Process::CLOCK_MONOTONIC) + 1.0
+        rounds = 0
+        while Process.clock_gettime(Process::CLOCK_MONOTONIC) < stop
+          1000.times { |i| keep << ("r#{i}" * 40); keep.shift if keep.size > 100 }
+          rounds += 1
+        end
+        [rounds, keep == (900..999).map { |i| "r#{i}" * 40 }]
+      end
+      stop = Process.clock_gettime(Process::CLOCK_MONOTONIC) + 1.0
+      toggles = 0
+      while Process.clock_gettime(Process::CLOCK_MONOTONIC) < stop
+        100.times do |i|
+          assert_false GC.disable
+          assert_equal "m#{i}".size * 40, ("m#{i}" * 40).size
+          assert_true GC.enable
+        end
+        toggles += 100
+      end
+      rounds, kept = r.take
+      assert_operator rounds, :>, 0
+      assert_operator toggles, :>, 0
+      assert_true kept, "the Ractor's last strings"
+      assert_false GC.disable
+      GC.enable
+    RUBY
+  end
 end

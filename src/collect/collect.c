@@ -72,9 +72,9 @@ bool
 mosaic_collect(mosaic_objspace_t *objspace, unsigned int reason)
 {
     /* These guards run before the VM lock: another Ractor may be changing dont_gc
-     * (mosaic_gc_hold) or adding a page (sorted_count, page_table.c) under it. Relaxed atomic loads;
+     * (GC.disable, mosaic_gc_hold) or adding a page (sorted_count, page_table.c). Relaxed atomic loads;
      * a stale answer only decides whether to go for the lock. */
-    if (__atomic_load_n(&objspace->dont_gc, __ATOMIC_RELAXED) && !(reason & MOSAIC_REASON_METHOD)) return false;
+    if (mosaic_dont_gc(objspace) && !(reason & MOSAIC_REASON_METHOD)) return false;
     if (!mosaic_gc_allowed_here()) return false;
     if (__atomic_load_n(&objspace->pages.sorted_count, __ATOMIC_RELAXED) == 0) return false;  /* heap not ready */
 

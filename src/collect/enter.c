@@ -20,7 +20,7 @@ mosaic_gc_enter(mosaic_objspace_t *objspace, unsigned int *lock_lev, bool barrie
     *lock_lev = rb_gc_vm_lock();
     if (barrier) rb_gc_vm_barrier();
     if (RB_UNLIKELY(objspace->during_gc)) {
-        objspace->dont_gc = true;
+        mosaic_set_dont_gc(objspace, true);
         rb_bug("Mosaic: the collector was entered from inside a collection");
     }
     objspace->during_gc = true;

@@ -240,7 +240,7 @@ rb_gc_impl_shutdown_call_finalizer(void *objspace_ptr)
 
     if (RUBY_ATOMIC_EXCHANGE(objspace->finalize.running, 1)) {
         /* A finalizer is running (we are exiting from inside one): stop collecting. */
-        objspace->dont_gc = true;
+        mosaic_set_dont_gc(objspace, true);
 #if MOSAIC_SIZE_HISTOGRAM
         mosaic_size_histogram_write();
 #endif
@@ -258,7 +258,7 @@ rb_gc_impl_shutdown_call_finalizer(void *objspace_ptr)
     /* Finish the cycle so no slot is half-swept, then forbid collections: forcing T_DATA
      * frees below can leave the object graph inconsistent. */
     mosaic_gc_rest(objspace);
-    objspace->dont_gc = true;
+    mosaic_set_dont_gc(objspace, true);
 #if MOSAIC_SIZE_HISTOGRAM
     /* The histograms (size_histogram.c), now that the last sweep has run: the objects freed
      * below are freed by shutdown, not by a sweep, and are not counted as deaths. */

@@ -72,7 +72,7 @@ static void incremental_step_of(mosaic_objspace_t *objspace, size_t budget);
 void
 mosaic_incremental_step(mosaic_objspace_t *objspace, size_t slots_taken)
 {
-    if (!objspace->incremental.marking || objspace->dont_gc || objspace->during_gc) return;
+    if (!objspace->incremental.marking || mosaic_dont_gc(objspace) || objspace->during_gc) return;
     if (!mosaic_gc_allowed_here()) return;
     size_t budget = (size_t)(objspace->incremental.mark_per_slot * (double)slots_taken);
     if (budget < objspace->params.mark_step_min) budget = objspace->params.mark_step_min;
@@ -95,7 +95,7 @@ mosaic_incremental_step(mosaic_objspace_t *objspace, size_t slots_taken)
 bool
 mosaic_incremental_catch_up(mosaic_objspace_t *objspace)
 {
-    if (!objspace->incremental.marking || objspace->dont_gc || objspace->during_gc) return false;
+    if (!objspace->incremental.marking || mosaic_dont_gc(objspace) || objspace->during_gc) return false;
     if (!mosaic_gc_allowed_here() || objspace->params.stress_incremental) return false;
     if (objspace->incremental.catch_ups >= MOSAIC_MARK_CATCH_UPS) return false;
     objspace->incremental.catch_ups++;

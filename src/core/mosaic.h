@@ -82,6 +82,21 @@ struct mosaic_objspace {
     unsigned long live_ractor_cache_count;
 };
 
+/* dont_gc (GC.disable, and the holds below) is read and written by every Ractor, some without
+ * the VM lock (GC.enable and GC.disable take none; malloc's and mosaic_collect's guards run
+ * before they take it): every access goes through these two, relaxed atomics. */
+static inline bool
+mosaic_dont_gc(const mosaic_objspace_t *objspace)
+{
+    return __atomic_load_n(&objspace->dont_gc, __ATOMIC_RELAXED);
+}
+
+static inline void
+mosaic_set_dont_gc(mosaic_objspace_t *objspace, bool dont_gc)
+{
+    __atomic_store_n(&objspace->dont_gc, dont_gc, __ATOMIC_RELAXED);
+}
+
 /* Holds collections off around an update of an address-keyed st table (object ids,
  * finalizers) outside the GC: st_insert may malloc, malloc may collect, and a collection
  * deletes dead keys from (sweep) and re-keys moved objects in (compaction) the very same
@@ -89,17 +104,15 @@ struct mosaic_objspace {
 static inline bool
 mosaic_gc_hold(mosaic_objspace_t *objspace)
 {
-    bool prev = objspace->dont_gc;
-    /* Atomic: other Ractors read dont_gc without the VM lock this thread holds (the guards of
-     * mosaic_collect and of malloc's collections). */
-    __atomic_store_n(&objspace->dont_gc, true, __ATOMIC_RELAXED);
+    bool prev = mosaic_dont_gc(objspace);
+    mosaic_set_dont_gc(objspace, true);
     return prev;
 }
 
 static inline void
 mosaic_gc_release(mosaic_objspace_t *objspace, bool prev)
 {
-    __atomic_store_n(&objspace->dont_gc, prev, __ATOMIC_RELAXED);
+    mosaic_set_dont_gc(objspace, prev);
 }
 
 /* Whether a GC thread (marker, background sweeper) may start now: not in a forked child's

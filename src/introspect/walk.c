@@ -115,11 +115,11 @@ mosaic_each_objects(mosaic_objspace_t *objspace, int (*callback)(void *, void *,
      * that do not expect a collection (YJIT, TracePoint, refinements). */
     struct walk *w = calloc(1, sizeof(*w));
     if (!w) rb_memerror();
-    bool dont_gc = objspace->dont_gc;
-    objspace->dont_gc = true;
+    bool dont_gc = mosaic_dont_gc(objspace);
+    mosaic_set_dont_gc(objspace, true);
     int state = 0;
     VALUE owner = rb_protect(walk_owner_new, (VALUE)w, &state);
-    objspace->dont_gc = dont_gc;
+    mosaic_set_dont_gc(objspace, dont_gc);
     if (state) {
         free(w);
         rb_jump_tag(state);

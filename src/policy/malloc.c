@@ -75,8 +75,9 @@ mosaic_malloc_decrease(mosaic_objspace_t *objspace, size_t size)
 static bool
 can_collect_here(mosaic_objspace_t *objspace)
 {
-    /* No lock here: dont_gc and sorted_count are changed by other Ractors under the VM lock. */
-    return !objspace->during_gc && !__atomic_load_n(&objspace->dont_gc, __ATOMIC_RELAXED) &&
+    /* No lock here: other Ractors change dont_gc (GC.enable, with no lock) and sorted_count
+     * (under the VM lock) meanwhile. */
+    return !objspace->during_gc && !mosaic_dont_gc(objspace) &&
         __atomic_load_n(&objspace->pages.sorted_count, __ATOMIC_RELAXED) > 0 &&
         ruby_native_thread_p() && ruby_thread_has_gvl_p();
 }
@@ -94,7 +95,7 @@ mosaic_malloc_increase(mosaic_objspace_t *objspace, size_t size, bool may_collec
     /* grown_since_gc atomically: another Ractor may be adding a page under the VM lock (alloc.c). */
     size_t grown = __atomic_load_n(&objspace->pace.grown_since_gc, __ATOMIC_RELAXED);
     if ((now > objspace->malloc.limit || mosaic_add_sat(now, grown) > objspace->pace.growth_trigger_bytes) &&
-        !objspace->during_gc && !__atomic_load_n(&objspace->dont_gc, __ATOMIC_RELAXED)) {
+        !objspace->during_gc && !mosaic_dont_gc(objspace)) {
         if (may_collect && can_collect_here(objspace)) {
             mosaic_collect(objspace, MOSAIC_REASON_MALLOC | MOSAIC_REASON_INSIDE_MALLOC);
         }

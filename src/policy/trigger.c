@@ -181,6 +181,6 @@ mosaic_incremental_wanted(mosaic_objspace_t *objspace)
 bool
 mosaic_incremental_start_due(mosaic_objspace_t *objspace)
 {
-    return !objspace->lazy_sweeping && !objspace->dont_gc && !objspace->during_gc &&
+    return !objspace->lazy_sweeping && !mosaic_dont_gc(objspace) && !objspace->during_gc &&
         mosaic_incremental_wanted(objspace);
 }

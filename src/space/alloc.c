@@ -199,8 +199,12 @@ cache_refill(mosaic_objspace_t *objspace, struct mosaic_cache *cache, size_t hea
 
     bool collected = false;
     for (;;) {
+        /* Read once: another Ractor's GC.disable or GC.enable (no lock) may land between the
+         * grow and the collect below. Read twice, a refill could grow without force (GC
+         * enabled), then not collect either (GC now disabled), and report no memory. */
+        bool dont_gc = mosaic_dont_gc(objspace);
         struct mosaic_page *page = heap_take_free_page(objspace, heap);
-        if (!page) page = heap_grow(objspace, heap, objspace->dont_gc || collected);
+        if (!page) page = heap_grow(objspace, heap, dont_gc || collected);
         /* Allocation outran a mark in steps: catch up, and grow by a page while marking lasts
          * (collect.c, mosaic_incremental_catch_up), unless over the soft memory limit: then
          * the collection below finishes the mark first. If the step ended the mark, its
@@ -212,7 +216,7 @@ cache_refill(mosaic_objspace_t *objspace, struct mosaic_cache *cache, size_t hea
                 if (page) heap->catch_up_slots += page->total_slots;
             }
         }
-        if (!page && !collected && !objspace->dont_gc) {
+        if (!page && !collected && !dont_gc) {
             collected = true;
             /* Allocation outran an incremental mark: it finishes in this collection. */
             if (objspace->incremental.marking) heap->force_incremental_finishes++;
@@ -245,19 +249,19 @@ new_obj_slow_checks(mosaic_objspace_t *objspace)
         bool inside = objspace->during_gc;
         rb_gc_vm_unlock(lev);
         if (inside) {
-            objspace->dont_gc = true;
+            mosaic_set_dont_gc(objspace, true);
             objspace->during_gc = false;
             if (rb_memerror_reentered()) rb_memerror();
             rb_bug("Mosaic: object allocation during garbage collection");
         }
     }
-    if (objspace->gc_stress && !objspace->dont_gc) {
+    if (objspace->gc_stress && !mosaic_dont_gc(objspace)) {
         mosaic_collect(objspace, MOSAIC_REASON_STRESS);
     }
     else if (__atomic_load_n(&objspace->malloc_gc_pending, __ATOMIC_RELAXED)) {
         /* Cleared even while GC is disabled, so allocation leaves the slow path. */
         __atomic_store_n(&objspace->malloc_gc_pending, false, __ATOMIC_RELAXED);
-        if (!objspace->dont_gc) mosaic_collect(objspace, MOSAIC_REASON_MALLOC);
+        if (!mosaic_dont_gc(objspace)) mosaic_collect(objspace, MOSAIC_REASON_MALLOC);
     }
 }
 
@@ -300,8 +304,8 @@ mosaic_new_obj(mosaic_objspace_t *objspace, struct mosaic_cache *cache, VALUE kl
 
     /* Relaxed atomic loads, without the VM lock: another Ractor's malloc sets
      * malloc_gc_pending (malloc.c). As plain loads the compiler read the neighbouring flags
-     * as one word, dont_gc with them, which another Ractor writes under the VM lock
-     * (mosaic_gc_hold): ThreadSanitizer reported that pair. */
+     * as one word, dont_gc with them, which another Ractor writes (GC.disable,
+     * mosaic_gc_hold): ThreadSanitizer reported that pair. */
     if (RB_UNLIKELY(__atomic_load_n(&objspace->during_gc, __ATOMIC_RELAXED) ||
                     __atomic_load_n(&objspace->gc_stress, __ATOMIC_RELAXED) ||
                     __atomic_load_n(&objspace->malloc_gc_pending, __ATOMIC_RELAXED))) {
@@ -314,7 +318,7 @@ mosaic_new_obj(mosaic_objspace_t *objspace, struct mosaic_cache *cache, VALUE kl
      * O(heap) (finishing the sweep), so on a big heap the interval stretches to 1/32 of the
      * live slots: small heaps, most tests, get a GC every N allocations; a program with
      * millions of live objects is slowed by a bounded factor instead of quadratically. */
-    if (objspace->params.stress_minor_every && !objspace->dont_gc &&
+    if (objspace->params.stress_minor_every && !mosaic_dont_gc(objspace) &&
             __atomic_sub_fetch(&objspace->checks.stress_minor_countdown, 1, __ATOMIC_RELAXED) == 0) {
         stress_minor_collect(objspace);
     }
