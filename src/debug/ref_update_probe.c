@@ -68,8 +68,9 @@ page_has_dead_object(const struct mosaic_page *page)
  * tables can hold, and those this minor pinned (rb_gc_mark rather than rb_gc_mark_movable, the
  * VM stacks, conservative references; pins are cleared at every mark's start). And the pages
  * they lie on, against the pages holding any young object, dead or alive: a page with one
- * unmovable survivor cannot be handed back whole (issue 37). Young objects of one cycle fill the pages the lazy
- * sweep hands out one at a time per class, so these pages stand for a nursery's. */
+ * unmovable survivor cannot be handed back whole (issue 37). A cycle's young objects fill free
+ * slots on every page the lazy sweep hands out, so they spread over more pages than a nursery's
+ * would (decision 0028 says how the two compare). */
 static void
 count_unmovable_survivors(mosaic_objspace_t *objspace, struct mosaic_ref_probe *probe)
 {
