@@ -115,11 +115,10 @@ mosaic_each_objects(mosaic_objspace_t *objspace, int (*callback)(void *, void *,
      * that do not expect a collection (YJIT, TracePoint, refinements). */
     struct walk *w = calloc(1, sizeof(*w));
     if (!w) rb_memerror();
-    bool dont_gc = mosaic_dont_gc(objspace);
-    mosaic_set_dont_gc(objspace, true);
+    bool held = mosaic_gc_hold(objspace);
     int state = 0;
     VALUE owner = rb_protect(walk_owner_new, (VALUE)w, &state);
-    mosaic_set_dont_gc(objspace, dont_gc);
+    mosaic_gc_release(objspace, held);
     if (state) {
         free(w);
         rb_jump_tag(state);
