@@ -119,6 +119,7 @@ mosaic_collect(mosaic_objspace_t *objspace, unsigned int reason)
     mosaic_trigger_plan(objspace, reason, &plan);
     reason = plan.reason;
     bool full = plan.full, compact = plan.compact, by_fragmentation = plan.by_fragmentation;
+    objspace->nursery.evacuating = plan.evacuate;   /* marking records and pins for it (mark.c) */
 
     objspace->stats.count++;
     if (full) {
@@ -188,8 +189,15 @@ mosaic_collect_finish_cycle(mosaic_objspace_t *objspace, unsigned int reason, bo
         mosaic_ref_update_probe(objspace, start_ns);
     }
 
-    /* 6. Sweep. */
+    /* 6. Sweep; an evacuating minor GC sweeps the nursery's pages and moves its survivors out
+     *    first (nursery.c). */
     mosaic_sweep_prepare(objspace);
+    if (objspace->nursery.evacuating) {
+        uint64_t t = measure ? mosaic_now_ns() : 0;
+        mosaic_nursery_evacuate(objspace);
+        objspace->nursery.evacuating = false;
+        if (measure) objspace->stats.sweeping_time_ns += mosaic_now_ns() - t;
+    }
     if ((reason & MOSAIC_REASON_IMMEDIATE_SWEEP) || compact) {
         uint64_t t = measure ? mosaic_now_ns() : 0;
         mosaic_sweep_rest(objspace);

@@ -83,8 +83,23 @@ struct mosaic_marker {
     size_t marked_by_heap[MOSAIC_HEAP_MAX]; /* slots this marker marked in this phase, by class */
     struct mosaic_ptr_vec *weak_refs; /* where it registers weak slots */
     struct mosaic_weak_index *weak_index; /* their index, built by a remove_weak (weak_index.c) */
+    struct mosaic_ptr_vec traced;    /* an evacuating minor GC: the objects it marked (nursery.c) */
 };
 
+
+/* The young space (nursery.c; DESIGN.md, "The nursery"): what an evacuating minor GC records
+ * while it marks, and what it moved. */
+struct mosaic_nursery {
+    bool evacuating;                 /* this minor GC evacuates: marking records and pins (mark.c) */
+    struct mosaic_ptr_vec traced;    /* every object this minor traced: first the remembered and
+                                      * old wb-unprotected objects it rescanned, then those it marked */
+    size_t rescanned;                /* traced[0..rescanned-1] are the rescanned ones */
+    size_t evacuations;              /* minor GCs that evacuated */
+    size_t moved_objects;            /* objects moved out of nursery pages, all minors */
+    size_t stayed_objects;           /* survivors on nursery pages that could not move, all minors */
+    size_t latest_moved;             /* the latest evacuating minor's */
+    size_t latest_stayed;
+};
 
 /* Why the latest compaction ran (GC.latest_compact_info[:mosaic_trigger]). */
 enum mosaic_compact_trigger {
@@ -241,6 +256,7 @@ void mosaic_generation_after_fork(mosaic_objspace_t *objspace);
 
 /* sweep.c: sweeping and page reuse */
 void mosaic_sweep_prepare(mosaic_objspace_t *objspace);
+size_t mosaic_sweep_page_now(mosaic_objspace_t *objspace, struct mosaic_page *page);
 struct mosaic_page *mosaic_sweep_for_free_page(mosaic_objspace_t *objspace, struct mosaic_heap *heap);
 void mosaic_sweep_help(mosaic_objspace_t *objspace);
 void mosaic_sweep_rest(mosaic_objspace_t *objspace);
@@ -253,6 +269,11 @@ bool mosaic_compact_select(mosaic_objspace_t *objspace);
 VALUE mosaic_location(mosaic_objspace_t *objspace, VALUE obj);
 bool mosaic_moved_p(VALUE obj);
 void mosaic_define_compact(void);
+void mosaic_move_object(mosaic_objspace_t *objspace, VALUE src, VALUE dest);
+
+/* nursery.c: the young space's evacuation */
+bool mosaic_nursery_movable_p(VALUE obj);
+void mosaic_nursery_evacuate(mosaic_objspace_t *objspace);
 
 /* finalize.c: zombies, finalizers */
 void mosaic_finalize_init(mosaic_objspace_t *objspace);

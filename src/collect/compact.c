@@ -122,8 +122,8 @@ destination_class(int h, VALUE obj)
  * object's is not, alloc.c; zeros here cost little and leave no stale bytes in a slot CRuby
  * may re-embed into). Content CRuby keeps outside the slot is re-embedded later, by
  * rb_gc_update_object_references, once it fits. */
-static void
-move_object(mosaic_objspace_t *objspace, VALUE src, VALUE dest)
+void
+mosaic_move_object(mosaic_objspace_t *objspace, VALUE src, VALUE dest)
 {
     struct mosaic_page *sp = mosaic_page_of(src), *dp = mosaic_page_of(dest);
     size_t sb = mosaic_bit_index(src), db = mosaic_bit_index(dest);
@@ -347,7 +347,7 @@ move_page(mosaic_objspace_t *objspace, struct class_plan *plans, int h, struct m
             shape = 0;
             if (!(dest = take_free_slot(&plans[h]))) continue;
         }
-        move_object(objspace, obj, dest);
+        mosaic_move_object(objspace, obj, dest);
         if (shape) rb_gc_set_shape(dest, shape);
         (*budget)--;
 

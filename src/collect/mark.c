@@ -280,6 +280,9 @@ mosaic_marker_end(mosaic_objspace_t *objspace, struct mosaic_marker *marker)
         marker->weak_refs->size = 0;
         if (marker->weak_index->built) mosaic_weak_index_reset(marker->weak_index);
     }
+    /* An evacuating minor GC: what this marker marked joins the objects to update (nursery.c). */
+    for (size_t i = 0; i < marker->traced.size; i++) mosaic_ptr_vec_push(&objspace->nursery.traced, marker->traced.items[i]);
+    marker->traced.size = 0;
     marker->shared = false;
     if (current_marker == marker) current_marker = NULL;
     return marked;
@@ -423,9 +426,14 @@ mosaic_mark(mosaic_objspace_t *objspace, VALUE obj, bool pin)
     struct mosaic_page *page = mosaic_page_of(obj);
     size_t bit = mosaic_bit_index(obj);
     bool shared = marker->shared;
+    /* An evacuating minor GC pins what the roots name directly (no parent): the VM's fields,
+     * global variables and the like, which only rb_gc_update_vm_references would update
+     * (docs/decisions/0027-reference-updates-per-minor-measured.md). */
+    if (RB_UNLIKELY(objspace->nursery.evacuating) && marker->parent == Qfalse) pin = true;
     if (pin && !mosaic_bit_test(page->pinned_bits, bit)) bit_set(page->pinned_bits, bit, shared);
     if (mark_bit_claim(page->mark_bits, bit, shared)) {
         marker->marked_by_heap[page->heap - objspace->heaps]++;
+        if (RB_UNLIKELY(objspace->nursery.evacuating)) mosaic_ptr_vec_push(&marker->traced, (void *)obj);
         if (objspace->mark.aging) age_and_promote(page, bit, shared);
         /* Old parent, child still young after this mark: keep the edge in the remembered set.
          * (With other markers, a child another marker is promoting may still read young: the
@@ -501,6 +509,13 @@ mosaic_mark_weak(mosaic_objspace_t *objspace, VALUE *ptr)
         rb_bug("Mosaic: weak reference %p points to a free slot %p", (void *)ptr, (void *)obj);
     }
     struct mosaic_marker *marker = current_marker;
+    /* An evacuating minor GC moves no weakly referenced object: weak slots are cleared, not
+     * updated (nursery.c). */
+    if (RB_UNLIKELY(objspace->nursery.evacuating)) {
+        struct mosaic_page *page = mosaic_page_of(obj);
+        size_t bit = mosaic_bit_index(obj);
+        if (!mosaic_bit_test(page->pinned_bits, bit)) bit_set(page->pinned_bits, bit, marker->shared);
+    }
     /* Each marker has its own list and index: a parent is traced by one marker, which
      * registers all of its slots. */
     if (weak_list_add(marker->weak_refs, marker->weak_index, ptr)) marker->weak_count++;
@@ -575,6 +590,10 @@ static void
 push_for_rescan(mosaic_objspace_t *objspace, VALUE obj)
 {
     mark_stack_push(&objspace->mark.main_marker.stack, obj);
+    if (RB_UNLIKELY(objspace->nursery.evacuating)) {
+        mosaic_ptr_vec_push(&objspace->nursery.traced, (void *)obj);
+        objspace->nursery.rescanned++;
+    }
 }
 
 /* The slots a marker has marked in this phase (all classes). */
@@ -673,6 +692,8 @@ mark_setup(mosaic_objspace_t *objspace, bool full, bool parallel)
     objspace->stats.weak_references_count = 0;
     objspace->incremental.traced_by_threads = 0;
     objspace->stats.remembered_rescanned = 0;
+    objspace->nursery.traced.size = 0;
+    objspace->nursery.rescanned = 0;
     /* With full marks disabled (GC.config(rgengc_allow_full_mark: false)) nothing is promoted:
      * old garbage could then only be freed by an explicit GC.start, as in the default GC. */
     objspace->mark.aging = objspace->params.generational && objspace->params.allow_full_mark;

@@ -230,6 +230,15 @@ page_sweep_here(mosaic_objspace_t *objspace, struct mosaic_page *page)
     return page->free_slots;
 }
 
+/* Sweeps `page` now, inside the collection (nursery.c: a nursery page, before its survivors
+ * move out). It stays in its class whatever it holds. Returns its free slots. */
+size_t
+mosaic_sweep_page_now(mosaic_objspace_t *objspace, struct mosaic_page *page)
+{
+    MOSAIC_ASSERT(page->cycle->before_sweep);
+    return page_sweep_here(objspace, page);
+}
+
 /* Sweeps heap->pages[sweep_index] and decides what happens to it: an empty page goes back to
  * the OS while the class is above what it should keep (freeable_pages, pace.c), else to the
  * empty-page pool (any class may reuse it; page.c gives pages idle there back to the OS); a
@@ -304,6 +313,7 @@ mosaic_sweep_prepare(mosaic_objspace_t *objspace)
     for (int i = 0; i < MOSAIC_HEAP_COUNT; i++) {
         struct mosaic_heap *heap = &objspace->heaps[i];
         for (int b = 0; b < MOSAIC_FREE_BUCKETS; b++) heap->free_pages[b] = NULL;
+        heap->nursery_free = NULL;
         heap->reserve = NULL;
         heap->reserve_slots = 0;
         heap->reserve_target = heap->marked_slots / 4;

@@ -52,6 +52,7 @@ struct mosaic_params {
                                       * take more than this many times the longest recent minor mark (0: always) */
     double incremental_long_minor_ms; /* MOSAIC_INCREMENTAL_LONG_MINOR: ... and only once that minor took this long (ms) */
     size_t mark_step_min;            /* MOSAIC_MARK_STEP_MIN: slots a step marks at least */
+    size_t nursery_pages;            /* MOSAIC_NURSERY_PAGES: nursery pages per size class (0: no nursery; nursery.c) */
     size_t stress_incremental;       /* MOSAIC_STRESS_INCREMENTAL=N: every pacer major marks in steps, of N slots (implies MOSAIC_INCREMENTAL=1) */
 };
 

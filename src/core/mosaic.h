@@ -66,6 +66,7 @@ struct mosaic_objspace {
     struct mosaic_compaction compact;
     struct mosaic_finalizers finalize;
     struct mosaic_object_ids objid;
+    struct mosaic_nursery nursery;
 
     /* The GC threads (threads/). */
     struct mosaic_gc_threads threads;

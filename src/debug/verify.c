@@ -521,25 +521,46 @@ mosaic_verify_roots(mosaic_objspace_t *objspace)
     return check.errors;
 }
 
+/* One queued page: the class's, indexed, swept; a nursery page only on the nursery's queue.
+ * False when the queues hold more pages than the class (a cycle). */
+static bool
+verify_queued_page(struct verify_ctx *ctx, int h, struct mosaic_heap *heap, struct mosaic_page *page, bool nursery,
+                   size_t *queued)
+{
+    if (++*queued > heap->page_count) {
+        report(ctx, "heap %d: the free-page queues hold more pages than the class (%zu), or a cycle", h, heap->page_count);
+        return false;
+    }
+    if (page->heap != heap) report(ctx, "heap %d: queued page %p belongs to another class", h, (void *)page->body);
+    if (!mosaic_pointer_to_slot_p(ctx->objspace, (void *)page->start)) {
+        report(ctx, "heap %d: queued page %p is not in the page index (pooled or released?)", h, (void *)page->body);
+    }
+    if (page->cycle->before_sweep) report(ctx, "heap %d: queued page %p is not swept", h, (void *)page->body);
+    if (page->nursery != nursery) {
+        report(ctx, "heap %d: page %p is queued as %s page but is %s", h, (void *)page->body,
+               nursery ? "a nursery" : "an old-space", page->nursery ? "a nursery page" : "not");
+    }
+    return true;
+}
+
 /* The free-page queues of every class: each queued page is the class's, indexed, swept, and
- * queued once (the queues hold at most page_count pages). */
+ * queued once (the queues hold at most page_count pages), on the nursery's queue if and only if
+ * it is a nursery page; and the class counts its nursery pages right. */
 static void
 verify_free_queues(struct verify_ctx *ctx, int h, struct mosaic_heap *heap)
 {
-    size_t queued = 0;
+    size_t queued = 0, nursery = 0;
+    for (struct mosaic_page *page = heap->nursery_free; page; page = page->free_next) {
+        if (!verify_queued_page(ctx, h, heap, page, true, &queued)) return;
+    }
     for (int b = 0; b < MOSAIC_FREE_BUCKETS; b++) {
         for (struct mosaic_page *page = heap->free_pages[b]; page; page = page->free_next) {
-            if (++queued > heap->page_count) {
-                report(ctx, "heap %d: the free-page queues hold more pages than the class (%zu), or a cycle", h,
-                       heap->page_count);
-                return;
-            }
-            if (page->heap != heap) report(ctx, "heap %d: queued page %p belongs to another class", h, (void *)page->body);
-            if (!mosaic_pointer_to_slot_p(ctx->objspace, (void *)page->start)) {
-                report(ctx, "heap %d: queued page %p is not in the page index (pooled or released?)", h, (void *)page->body);
-            }
-            if (page->cycle->before_sweep) report(ctx, "heap %d: queued page %p is not swept", h, (void *)page->body);
+            if (!verify_queued_page(ctx, h, heap, page, false, &queued)) return;
         }
+    }
+    for (size_t j = 0; j < heap->page_count; j++) nursery += heap->pages[j]->nursery;
+    if (nursery != heap->nursery_pages) {
+        report(ctx, "heap %d: %zu nursery pages, the class counts %zu", h, nursery, heap->nursery_pages);
     }
 }
 
@@ -562,7 +583,7 @@ mosaic_verify_heap(mosaic_objspace_t *objspace, bool raise_on_error)
     if (objspace->checks.verify_roots_due) {
         objspace->checks.verify_roots_due = false;
         size_t bad_roots = mosaic_verify_roots(objspace);
-        if (bad_roots) report(&ctx, "%zu roots name dead slots after a compaction (see above)", bad_roots);
+        if (bad_roots) report(&ctx, "%zu roots name dead slots after objects moved (see above)", bad_roots);
     }
     bool was_during_gc = objspace->during_gc;
     objspace->during_gc = true;

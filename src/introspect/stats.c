@@ -45,6 +45,7 @@
     X(mosaic_growth_step_bytes) X(mosaic_growth_trigger_bytes) X(mosaic_grown_bytes) X(mosaic_room_scale_percent) \
     X(mosaic_gc_wall_time) X(mosaic_gc_cpu_time) X(mosaic_pause_max_minor_us) X(mosaic_pause_max_major_us) \
     X(mosaic_fragmentation_compact_count) X(mosaic_compact_freed_pages) \
+    X(mosaic_nursery_pages) X(mosaic_nursery_evacuations) X(mosaic_nursery_moved_objects) X(mosaic_nursery_stayed_objects) \
     X(mosaic_gc_threads) X(mosaic_parallel_marks) X(mosaic_parallel_mark_offers) X(mosaic_parallel_marked_by_threads) \
     X(mosaic_incremental_marks) X(mosaic_incremental_steps) X(mosaic_incremental_forced_finishes) \
     X(mosaic_incremental_parallel_steps) X(mosaic_incremental_catch_up_steps) X(mosaic_incremental_retraced_objects) X(mosaic_incremental_retrace_queue_max) X(mosaic_race_delays) X(mosaic_peak_mark_stack_bytes) X(mosaic_held_back_slots) X(mosaic_background_sweeps) X(mosaic_background_swept_pages) X(mosaic_background_handed_over_blocks) \
@@ -213,6 +214,12 @@ mosaic_stat(mosaic_objspace_t *objspace, VALUE hash_or_sym)
     FIGURE(mosaic_pause_max_major_us, st->pause_max_major_ns / 1000);
     FIGURE(mosaic_fragmentation_compact_count, st->fragmentation_compact_count);
     FIGURE(mosaic_compact_freed_pages, st->compact_freed_pages);
+    size_t nursery_pages = 0;
+    for (int i = 0; i < MOSAIC_HEAP_COUNT; i++) nursery_pages += objspace->heaps[i].nursery_pages;
+    FIGURE(mosaic_nursery_pages, nursery_pages);
+    FIGURE(mosaic_nursery_evacuations, objspace->nursery.evacuations);
+    FIGURE(mosaic_nursery_moved_objects, objspace->nursery.moved_objects);
+    FIGURE(mosaic_nursery_stayed_objects, objspace->nursery.stayed_objects);
     FIGURE(mosaic_gc_threads, objspace->params.gc_threads);
     FIGURE(mosaic_parallel_marks, st->parallel_marks);
     FIGURE(mosaic_parallel_mark_offers, st->parallel_mark_offers);

@@ -114,6 +114,7 @@ struct mosaic_collection_plan {
     bool full;                       /* a major GC */
     bool compact;                    /* compacts after a complete sweep */
     bool by_fragmentation;           /* the fragmentation policy decides after the mark */
+    bool evacuate;                   /* a minor GC that moves the nursery's survivors out (nursery.c) */
 };
 void mosaic_trigger_plan(mosaic_objspace_t *objspace, unsigned int reason, struct mosaic_collection_plan *plan);
 bool mosaic_trigger_in_steps(mosaic_objspace_t *objspace, unsigned int reason);

@@ -81,6 +81,11 @@ mosaic_trigger_plan(mosaic_objspace_t *objspace, unsigned int reason, struct mos
     plan->full = full;
     plan->compact = compact;
     plan->by_fragmentation = by_fragmentation;
+    /* The nursery's survivors move at a minor GC, under compaction's conditions: no heap walk
+     * (it holds addresses), not inside malloc (its caller may be resizing the generic-ivar
+     * table that a move edits). Otherwise they stay, and the next minor moves them. */
+    plan->evacuate = !full && objspace->params.nursery_pages > 0 && objspace->heap_walk_depth == 0 &&
+        !(reason & MOSAIC_REASON_INSIDE_MALLOC);
 }
 
 /* Slots a mark phase of this kind is expected to trace: what the latest one of its kind traced,

@@ -171,6 +171,20 @@ heap_grow(mosaic_objspace_t *objspace, struct mosaic_heap *heap, bool force)
     return page;
 }
 
+/* A page that becomes a nursery page while the class has fewer than MOSAIC_NURSERY_PAGES: from
+ * the pool, else a fresh page within the growth budget (heap_grow). NULL otherwise. */
+static struct mosaic_page *
+nursery_page_take(mosaic_objspace_t *objspace, struct mosaic_heap *heap)
+{
+    if (heap->nursery_pages >= objspace->params.nursery_pages) return NULL;
+    struct mosaic_page *page = mosaic_pool_take(objspace, heap);
+    if (!page) page = heap_grow(objspace, heap, false);
+    if (!page) return NULL;
+    page->nursery = true;
+    heap->nursery_pages++;
+    return page;
+}
+
 /* Returns the freelist of a page for heap `heap_index`, or NULL when memory is exhausted.
  * Takes the VM lock; may sweep, grow, or collect. */
 static struct mosaic_free_slot *
@@ -203,7 +217,10 @@ cache_refill(mosaic_objspace_t *objspace, struct mosaic_cache *cache, size_t hea
          * grow and the collect below. Read twice, a refill could grow without force (GC
          * enabled), then not collect either (GC now disabled), and report no memory. */
         bool dont_gc = mosaic_dont_gc(objspace);
-        struct mosaic_page *page = heap_take_free_page(objspace, heap);
+        /* The nursery first (nursery.c): a swept nursery page, else a new one. */
+        struct mosaic_page *page = heap->nursery_free ? mosaic_heap_dequeue_free_page(heap) : NULL;
+        if (!page && objspace->params.nursery_pages) page = nursery_page_take(objspace, heap);
+        if (!page) page = heap_take_free_page(objspace, heap);
         if (!page) page = heap_grow(objspace, heap, dont_gc || collected);
         /* Allocation outran a mark in steps: catch up, and grow by a page while marking lasts
          * (collect.c, mosaic_incremental_catch_up), unless over the soft memory limit: then

@@ -157,6 +157,10 @@ heap_unlink_empty_page(mosaic_objspace_t *objspace, struct mosaic_heap *heap, si
     if (heap->sweep_index > heap->page_count) heap->sweep_index = heap->page_count;
     heap->total_slots -= page->total_slots;
     heap->total_freed_pages++;
+    if (page->nursery) {
+        page->nursery = false;
+        heap->nursery_pages--;
+    }
     mosaic_page_table_remove(objspace, page);
     return page;
 }

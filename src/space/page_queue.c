@@ -11,10 +11,16 @@
  */
 #include "core/mosaic.h"
 
-/* The fullest queued page of the class, dequeued, or NULL. */
+/* A queued nursery page, else the fullest queued page of the class, dequeued; or NULL. */
 struct mosaic_page *
 mosaic_heap_dequeue_free_page(struct mosaic_heap *heap)
 {
+    struct mosaic_page *nursery = heap->nursery_free;
+    if (nursery) {
+        heap->nursery_free = nursery->free_next;
+        nursery->free_next = NULL;
+        return nursery;
+    }
     for (int b = 0; b < MOSAIC_FREE_BUCKETS; b++) {
         struct mosaic_page *page = heap->free_pages[b];
         if (page) {
@@ -32,6 +38,7 @@ void
 mosaic_heap_requeue_free_pages(struct mosaic_heap *heap)
 {
     for (int b = 0; b < MOSAIC_FREE_BUCKETS; b++) heap->free_pages[b] = NULL;
+    heap->nursery_free = NULL;
     /* Held-back pages are among them (their free_next links are rewritten here). */
     heap->reserve = NULL;
     heap->reserve_slots = 0;

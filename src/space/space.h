@@ -67,6 +67,8 @@ struct mosaic_page {
     struct mosaic_free_slot *freelist;
     struct mosaic_page *free_next;   /* link in a heap->free_pages bucket, or in the pool */
     size_t pooled_at;                /* stats.count when it entered the empty-page pool */
+    bool nursery;                    /* a nursery page (alloc.c): allocation takes it first, and
+                                      * every evacuating minor GC moves its survivors out (nursery.c) */
 
     /* Side bitmaps, one bit per slot, by slot number (mosaic_bit_index). The mark bits are
      * pointed to by mark_bits, above; the others are here, written only where a bit changes. */
@@ -105,6 +107,10 @@ struct mosaic_heap {
     /* Swept pages whose freelist is not handed out, by how full they are: bucket 0 holds the
      * fullest (under 1/4 free); allocation takes from the fullest bucket first (sweep.c). */
     struct mosaic_page *free_pages[MOSAIC_FREE_BUCKETS];
+    /* Swept nursery pages with free slots, linked through free_next: allocation takes them
+     * before any bucket above (page_queue.c). */
+    struct mosaic_page *nursery_free;
+    size_t nursery_pages;            /* pages of this class with page->nursery set */
     mosaic_bits_t slot_bits[MOSAIC_BITMAP_WORDS];  /* bits 0 .. slots_per_page-1: the slots a page has */
 
     size_t total_slots;
@@ -260,10 +266,16 @@ mosaic_free_bucket(const struct mosaic_page *page)
     return b < MOSAIC_FREE_BUCKETS ? b : MOSAIC_FREE_BUCKETS - 1;
 }
 
-/* Queues a swept page with free slots in its class (page_queue.c). */
+/* Queues a swept page with free slots in its class (page_queue.c): a nursery page on the
+ * nursery's queue, any other by fullness. */
 static inline void
 mosaic_heap_queue_free_page(struct mosaic_heap *heap, struct mosaic_page *page)
 {
+    if (page->nursery) {
+        page->free_next = heap->nursery_free;
+        heap->nursery_free = page;
+        return;
+    }
     int b = mosaic_free_bucket(page);
     page->free_next = heap->free_pages[b];
     heap->free_pages[b] = page;
