@@ -26,6 +26,9 @@ class TestMosaicNursery < Test::Unit::TestCase
       raise "no minor GC evacuated"
     end
     minor if ENV["MOSAIC_NURSERY_PAGES"].to_i > 0
+    # Under the stress gate a GC every N allocations moves objects before the minor GC a
+    # script asks for: what moved there is not counted, only what everything holds is.
+    EXACT = !ENV["MOSAIC_STRESS_MINOR"]
   RUBY
 
   def setup
@@ -60,9 +63,11 @@ class TestMosaicNursery < Test::Unit::TestCase
       GC.enable
       minor
       assert_operator GC.stat(:mosaic_nursery_evacuations), :>, evacuations
-      assert_operator moved - m, :>=, 200 * 7, "every kept object was young and movable"
       after = keep.map { |row| row.map { |o| addr(o) } }
-      assert_equal 0, before.flatten.zip(after.flatten).count { |x, y| x == y }, "every one moved"
+      if EXACT
+        assert_operator moved - m, :>=, 200 * 7, "every kept object was young and movable"
+        assert_equal 0, before.flatten.zip(after.flatten).count { |x, y| x == y }, "every one moved"
+      end
       keep.each_with_index do |(s, h, pair, holder, big, rat, flt), i|
         assert_equal "a#{i}" * 3, s
         assert_equal [i, "v#{i}"], h["k#{i}"]
@@ -92,8 +97,10 @@ class TestMosaicNursery < Test::Unit::TestCase
       addresses = ary.map { |s| addr(s) }
       m = moved
       minor
-      assert_operator moved - m, :>=, 600
-      assert_equal 300, ary.map { |s| addr(s) }.zip(addresses).count { |x, y| x != y }
+      if EXACT
+        assert_operator moved - m, :>=, 600
+        assert_equal 300, ary.map { |s| addr(s) }.zip(addresses).count { |x, y| x != y }
+      end
       assert_equal (0...300).map { |i| "a#{i}" }, ary
       assert_equal (0...300).map { |i| ["v#{i}"] }, (0...300).map { |i| hash["k#{i}"] }
       assert_equal({ 299 => "h299" }, holder.x)
@@ -117,7 +124,7 @@ class TestMosaicNursery < Test::Unit::TestCase
       before = strs.map { |s| addr(s) }
       key_addresses = keys.map { |k| addr(k) }
       minor
-      assert_equal 100, strs.map { |s| addr(s) }.zip(before).count { |x, y| x != y }
+      assert_equal 100, strs.map { |s| addr(s) }.zip(before).count { |x, y| x != y } if EXACT
       assert_equal ids, strs.map(&:object_id)
       strs.each_with_index { |s, i| assert_same s, ObjectSpace._id2ref(ids[i]) }
       assert_equal (0...100).to_a, strs.map { |s| s.instance_variable_get(:@n) }
@@ -130,12 +137,17 @@ class TestMosaicNursery < Test::Unit::TestCase
   def test_a_finalizer_follows_its_object_and_runs_once
     assert_in_out_err([NURSERY, "-robjspace", "-e", <<~'RUBY'], "", ["kept", "ran"], [])
       def addr(o) = ObjectSpace.dump(o)[/"address":"(0x\h+)"/, 1]
-      GC.start(full_mark: false)
+      def minor
+        n = GC.stat(:mosaic_nursery_evacuations)
+        3.times { GC.start(full_mark: false); return if GC.stat(:mosaic_nursery_evacuations) > n }
+        raise "no minor GC evacuated"
+      end
+      minor
       kept = ["s" * 10]
       ObjectSpace.define_finalizer(kept[0], proc { puts "ran" })
       a = addr(kept[0])
-      GC.start(full_mark: false)
-      raise "did not move" if addr(kept[0]) == a
+      minor
+      raise "did not move" if addr(kept[0]) == a && !ENV["MOSAIC_STRESS_MINOR"]
       puts "kept" if kept[0] == "s" * 10
     RUBY
   end
@@ -154,7 +166,7 @@ class TestMosaicNursery < Test::Unit::TestCase
       a = [addr($global), addr(held[0]), addr(held[1]), addr(interned), addr(moving[0])]
       minor
       assert_equal a[0, 4], [addr($global), addr(held[0]), addr(held[1]), addr(interned)]
-      assert_not_equal a[4], addr(moving[0])
+      assert_not_equal a[4], addr(moving[0]) if EXACT
       assert_operator GC.stat(:mosaic_nursery_stayed_objects), :>, 0
       assert_equal "global" * 3, $global
       assert_same held[1], wm[held[0]]
