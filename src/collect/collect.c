@@ -189,8 +189,7 @@ mosaic_collect_finish_cycle(mosaic_objspace_t *objspace, unsigned int reason, bo
         mosaic_ref_update_probe(objspace, start_ns);
     }
 
-    /* 6. Sweep; an evacuating minor GC sweeps the nursery's pages and moves its survivors out
-     *    first (nursery.c). */
+    /* 6. Sweep; an evacuating minor GC moves the nursery's survivors out first (nursery.c). */
     mosaic_sweep_prepare(objspace);
     if (objspace->nursery.evacuating) {
         uint64_t t = measure ? mosaic_now_ns() : 0;

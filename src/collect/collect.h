@@ -256,7 +256,6 @@ void mosaic_generation_after_fork(mosaic_objspace_t *objspace);
 
 /* sweep.c: sweeping and page reuse */
 void mosaic_sweep_prepare(mosaic_objspace_t *objspace);
-size_t mosaic_sweep_page_now(mosaic_objspace_t *objspace, struct mosaic_page *page);
 struct mosaic_page *mosaic_sweep_for_free_page(mosaic_objspace_t *objspace, struct mosaic_heap *heap);
 void mosaic_sweep_help(mosaic_objspace_t *objspace);
 void mosaic_sweep_rest(mosaic_objspace_t *objspace);

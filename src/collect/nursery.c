@@ -2,35 +2,38 @@
  * nursery.c: the young space's evacuation (MOSAIC_NURSERY_PAGES; docs/DESIGN.md, "The nursery").
  *
  * With the nursery on, allocation takes nursery pages first (alloc.c: up to
- * MOSAIC_NURSERY_PAGES per size class). A minor GC that evacuates (trigger.c: not inside
- * malloc, no heap walk live) records while it marks every object it traces (mark.c), pins what
- * the roots name directly and what weak slots name, and then, here, before the lazy sweep
- * starts: sweeps the nursery pages at once, moves every movable survivor on them to a free slot
- * of an old-space page of its class, updates the references of every object that minor traced,
- * and frees the forwarding slots, so that the nursery pages are empty again but for what could
- * not move, and allocation fills them again.
+ * MOSAIC_NURSERY_PAGES per size class, kept at the front of their class's pages so that the
+ * sweep takes them first). A minor GC that evacuates (trigger.c: not inside malloc, no heap walk
+ * live) records while it marks every object it traces (mark.c), pins what the roots name
+ * directly and what weak slots name, and then, here, before the lazy sweep starts: moves every
+ * movable survivor on a nursery page to a free slot of an old-space page of its class, updates
+ * the references of every object that minor traced, and puts the moved objects' old slots on
+ * their pages' freelists. The sweep then frees the nursery pages' dead around them, as on any
+ * page, and allocation fills the nursery again.
  *
  * Owns: which survivors move (mosaic_nursery_movable_p), where they go, the reference update
- * after the moves, the nursery pages' freelists after it, GC.stat's nursery counts.
+ * after the moves, GC.stat's nursery counts.
  *
  * Invariants (who may point at a moved object, and who updates it):
  *  - A young survivor is referred to by traced objects only (the objects this minor marked,
  *    and the remembered and old wb-unprotected objects it rescanned: the remembered-set
- *    invariant, generation.c), by roots, by weak slots, and by the address-keyed tables.
- *    Traced objects are updated here (rb_gc_update_object_references); what the roots name
- *    directly and what weak slots name is pinned by the mark and never moves; the object-id,
- *    finalizer and generic-ivar tables are re-keyed as an object moves (compact.c,
- *    mosaic_move_object). Nothing calls rb_gc_update_vm_references: what the VM's tables hold
- *    (frozen strings, Symbols, imemos) never moves
+ *    invariant, generation.c), by roots, by weak slots, by the address-keyed tables, and by
+ *    dead objects. Traced objects are updated here (rb_gc_update_object_references); what the
+ *    roots name directly and what weak slots name is pinned by the mark and never moves; the
+ *    object-id, finalizer and generic-ivar tables are re-keyed as an object moves (compact.c,
+ *    mosaic_move_object); freeing a dead object reads only the object, its own buffers and the
+ *    VM's tables, never a referent. Nothing calls rb_gc_update_vm_references: what the VM's
+ *    tables hold (frozen strings, Symbols, imemos) never moves
  *    (docs/decisions/0027-reference-updates-per-minor-measured.md).
  *  - Only objects this minor marked move; an object old when the minor started never does
  *    (its referrers need not be remembered). Only types whose every reference from another
  *    object is a marked edge move (mosaic_nursery_movable_p): a class is named by its
  *    subclasses' lists and call caches without a write barrier, which a minor cannot see.
- *  - Dead objects on nursery pages are freed before anything moves, so rb_gc_obj_free never
- *    meets a forwarding slot; T_MOVED slots exist only inside this function (compacting set).
- *  - A nursery page keeps what could not move (pinned survivors, zombies, old objects) and is
- *    allocated around (docs/decisions/0028-nursery-allocates-around-unmovable-survivors.md).
+ *  - T_MOVED slots exist only inside mosaic_nursery_evacuate (compacting set); each becomes a
+ *    free slot on its page's freelist before it returns, with no GC bit set.
+ *  - A nursery page keeps what could not move (pinned survivors, the kinds that never move,
+ *    zombies, old objects) and is allocated around
+ *    (docs/decisions/0028-nursery-allocates-around-unmovable-survivors.md).
  */
 #include "core/mosaic.h"
 
@@ -93,25 +96,17 @@ take_destination(mosaic_objspace_t *objspace, struct mosaic_heap *heap, struct d
     }
 }
 
-/* Every forwarding slot of a nursery page becomes free; the page's freelist is rebuilt from
- * all its free slots, in address order, and counted. */
+/* A moved object's old slot becomes free, on its page's freelist. The page is still
+ * before_sweep: its sweep counts the slot as free already (unmarked, flags 0: every GC bit went
+ * with the object), and frees the page's dead objects around it. */
 static void
-nursery_page_relist(struct mosaic_page *page)
+free_forwarding_slot(VALUE obj)
 {
-    struct mosaic_free_slot *head = NULL;
-    size_t free_slots = 0;
-    for (size_t i = page->total_slots; i-- > 0;) {
-        VALUE obj = mosaic_slot_at(page, i);
-        VALUE flags = RBASIC(obj)->flags;
-        if (flags != 0 && (flags & RUBY_T_MASK) != T_MOVED) continue;
-        struct mosaic_free_slot *slot = (struct mosaic_free_slot *)obj;
-        slot->flags = 0;
-        slot->next = head;
-        head = slot;
-        free_slots++;
-    }
-    page->freelist = head;
-    page->free_slots = (uint32_t)free_slots;
+    struct mosaic_page *page = mosaic_page_of(obj);
+    struct mosaic_free_slot *slot = (struct mosaic_free_slot *)obj;
+    slot->flags = 0;
+    slot->next = page->freelist;
+    page->freelist = slot;
 }
 
 /* After an evacuating minor GC's mark and mosaic_sweep_prepare, world stopped, before the
@@ -122,17 +117,7 @@ mosaic_nursery_evacuate(mosaic_objspace_t *objspace)
     struct mosaic_nursery *nursery = &objspace->nursery;
     MOSAIC_ASSERT(!objspace->full_mark && objspace->heap_walk_depth == 0);
 
-    /* 1. The dead go first: nothing freed may meet a forwarding slot. */
-    for (int h = 0; h < MOSAIC_HEAP_COUNT; h++) {
-        struct mosaic_heap *heap = &objspace->heaps[h];
-        if (!heap->nursery_pages) continue;
-        for (size_t j = 0; j < heap->page_count; j++) {
-            struct mosaic_page *page = heap->pages[j];
-            if (page->nursery && page->cycle->before_sweep) mosaic_sweep_page_now(objspace, page);
-        }
-    }
-
-    /* 2. Move: the objects this minor marked (not those it rescanned: old before it began). */
+    /* 1. Move: the objects this minor marked (not those it rescanned: old before it began). */
     struct destination dests[MOSAIC_HEAP_MAX] = {{0}};
     size_t moved = 0, stayed = 0;
     objspace->compact.compacting = true;
@@ -154,7 +139,7 @@ mosaic_nursery_evacuate(mosaic_objspace_t *objspace)
         moved++;
     }
 
-    /* 3. Update every object this minor traced: only they can refer to what moved. */
+    /* 2. Update every object this minor traced: only they can refer to what moved. */
     if (moved) {
         objspace->compact.updating_references = true;
         for (size_t i = 0; i < nursery->traced.size; i++) {
@@ -164,17 +149,18 @@ mosaic_nursery_evacuate(mosaic_objspace_t *objspace)
         objspace->checks.verify_roots_due = true;
     }
 
-    /* 4. The nursery pages' free and forwarding slots are listed again, and queued first. */
-    for (int h = 0; h < MOSAIC_HEAP_COUNT; h++) {
-        struct mosaic_heap *heap = &objspace->heaps[h];
-        for (size_t j = 0; j < heap->page_count && heap->nursery_pages; j++) {
-            struct mosaic_page *page = heap->pages[j];
-            if (!page->nursery) continue;
-            if (moved) nursery_page_relist(page);
-            if (page->freelist) mosaic_heap_queue_free_page(heap, page);
+    /* 3. The moved objects' old slots become free; the nursery pages wait for the sweep, which
+     *    takes them first (they lead their class's pages). A fresh destination page is swept
+     *    already: its free slots are queued now. */
+    if (moved) {
+        for (size_t i = nursery->rescanned; i < nursery->traced.size; i++) {
+            VALUE obj = (VALUE)nursery->traced.items[i];
+            if (mosaic_moved_p(obj)) free_forwarding_slot(obj);
         }
+    }
+    for (int h = 0; h < MOSAIC_HEAP_COUNT; h++) {
         struct mosaic_page *fresh = dests[h].fresh;
-        if (fresh && fresh->freelist && !fresh->cycle->before_sweep) mosaic_heap_queue_free_page(heap, fresh);
+        if (fresh && fresh->freelist && !fresh->cycle->before_sweep) mosaic_heap_queue_free_page(&objspace->heaps[h], fresh);
     }
     objspace->compact.compacting = false;
 

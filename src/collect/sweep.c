@@ -230,15 +230,6 @@ page_sweep_here(mosaic_objspace_t *objspace, struct mosaic_page *page)
     return page->free_slots;
 }
 
-/* Sweeps `page` now, inside the collection (nursery.c: a nursery page, before its survivors
- * move out). It stays in its class whatever it holds. Returns its free slots. */
-size_t
-mosaic_sweep_page_now(mosaic_objspace_t *objspace, struct mosaic_page *page)
-{
-    MOSAIC_ASSERT(page->cycle->before_sweep);
-    return page_sweep_here(objspace, page);
-}
-
 /* Sweeps heap->pages[sweep_index] and decides what happens to it: an empty page goes back to
  * the OS while the class is above what it should keep (freeable_pages, pace.c), else to the
  * empty-page pool (any class may reuse it; page.c gives pages idle there back to the OS); a

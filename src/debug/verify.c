@@ -545,7 +545,7 @@ verify_queued_page(struct verify_ctx *ctx, int h, struct mosaic_heap *heap, stru
 
 /* The free-page queues of every class: each queued page is the class's, indexed, swept, and
  * queued once (the queues hold at most page_count pages), on the nursery's queue if and only if
- * it is a nursery page; and the class counts its nursery pages right. */
+ * it is a nursery page; the nursery pages are the class's first pages, as many as it counts. */
 static void
 verify_free_queues(struct verify_ctx *ctx, int h, struct mosaic_heap *heap)
 {
@@ -558,7 +558,13 @@ verify_free_queues(struct verify_ctx *ctx, int h, struct mosaic_heap *heap)
             if (!verify_queued_page(ctx, h, heap, page, false, &queued)) return;
         }
     }
-    for (size_t j = 0; j < heap->page_count; j++) nursery += heap->pages[j]->nursery;
+    for (size_t j = 0; j < heap->page_count; j++) {
+        nursery += heap->pages[j]->nursery;
+        if (heap->pages[j]->nursery != (j < heap->nursery_pages)) {
+            report(ctx, "heap %d: page %zu is %sa nursery page; the nursery is pages 0..%zu", h, j,
+                   heap->pages[j]->nursery ? "" : "not ", heap->nursery_pages);
+        }
+    }
     if (nursery != heap->nursery_pages) {
         report(ctx, "heap %d: %zu nursery pages, the class counts %zu", h, nursery, heap->nursery_pages);
     }

@@ -180,8 +180,7 @@ nursery_page_take(mosaic_objspace_t *objspace, struct mosaic_heap *heap)
     struct mosaic_page *page = mosaic_pool_take(objspace, heap);
     if (!page) page = heap_grow(objspace, heap, false);
     if (!page) return NULL;
-    page->nursery = true;
-    heap->nursery_pages++;
+    mosaic_page_make_nursery(heap, page);
     return page;
 }
 

@@ -152,17 +152,43 @@ heap_unlink_empty_page(mosaic_objspace_t *objspace, struct mosaic_heap *heap, si
     struct mosaic_page *page = heap->pages[index];
     MOSAIC_ASSERT(page->final_slots == 0);
     MOSAIC_ASSERT(objspace->heap_walk_depth == 0);
+    if (page->nursery) {
+        /* The nursery stays a prefix of the class's pages: the last nursery page takes this
+         * one's place, and the page leaves from there (a page from a higher index moves into
+         * `index`, as below, so a caller's ascending walk that does not advance still sees it). */
+        size_t last = --heap->nursery_pages;
+        heap->pages[index] = heap->pages[last];
+        heap->pages[last] = page;
+        index = last;
+        page->nursery = false;
+    }
     heap->pages[index] = heap->pages[heap->page_count - 1];
     heap->page_count--;
     if (heap->sweep_index > heap->page_count) heap->sweep_index = heap->page_count;
     heap->total_slots -= page->total_slots;
     heap->total_freed_pages++;
-    if (page->nursery) {
-        page->nursery = false;
-        heap->nursery_pages--;
-    }
     mosaic_page_table_remove(objspace, page);
     return page;
+}
+
+/* `page`, of this class and not a nursery page, becomes one: it moves to the end of the
+ * nursery, which is the prefix heap->pages[0 .. nursery_pages-1], so that the lazy sweep and
+ * the background sweeper, which take a class's pages in order, sweep the nursery first. The
+ * page it swaps with keeps its sweep state: one at or past sweep_index moves to a higher index
+ * and is still swept; one swept already is skipped wherever it is. */
+void
+mosaic_page_make_nursery(struct mosaic_heap *heap, struct mosaic_page *page)
+{
+    size_t at = heap->nursery_pages;
+    for (size_t j = at; j < heap->page_count; j++) {
+        if (heap->pages[j] != page) continue;
+        heap->pages[j] = heap->pages[at];
+        heap->pages[at] = page;
+        page->nursery = true;
+        heap->nursery_pages++;
+        return;
+    }
+    MOSAIC_ASSERT(!"a page made a nursery page is in its class");
 }
 
 /* Moves the empty heap->pages[index] into the pool (conditions: heap_unlink_empty_page). */

@@ -110,7 +110,7 @@ struct mosaic_heap {
     /* Swept nursery pages with free slots, linked through free_next: allocation takes them
      * before any bucket above (page_queue.c). */
     struct mosaic_page *nursery_free;
-    size_t nursery_pages;            /* pages of this class with page->nursery set */
+    size_t nursery_pages;            /* pages of this class with page->nursery set: pages[0 .. nursery_pages-1] */
     mosaic_bits_t slot_bits[MOSAIC_BITMAP_WORDS];  /* bits 0 .. slots_per_page-1: the slots a page has */
 
     size_t total_slots;
@@ -255,6 +255,7 @@ void mosaic_page_table_free(mosaic_objspace_t *objspace);
 struct mosaic_page *mosaic_page_new(mosaic_objspace_t *objspace, struct mosaic_heap *heap);
 void mosaic_page_release(mosaic_objspace_t *objspace, struct mosaic_heap *heap, size_t index);
 void mosaic_heap_retire_empty_page(mosaic_objspace_t *objspace, struct mosaic_heap *heap, size_t index);
+void mosaic_page_make_nursery(struct mosaic_heap *heap, struct mosaic_page *page);
 size_t mosaic_heap_release_empty_pages(mosaic_objspace_t *objspace);
 void mosaic_heap_free_all(mosaic_objspace_t *objspace);
 
