@@ -223,7 +223,7 @@ class TestMosaicMemory < Test::Unit::TestCase
            $probe_global.each_with_index.all? { |s, i| s == "global #{i}" }
       print ok, " ", GC.stat(:minor_gc_count)
     RUBY
-    out, err, status = run_with({ "MOSAIC_REF_UPDATE_PROBE" => "1" }, code)
+    out, err, status = run_with({ "MOSAIC_REF_UPDATE_PROBE" => "1", "MOSAIC_NURSERY_PAGES" => "0" }, code)   # the nursery pins roots
     assert_predicate status, :success?, err
     ok, minors = out.split
     assert_equal "true", ok
