@@ -16,6 +16,55 @@ class TestMosaicCollect < Test::Unit::TestCase
     RUBY
   end
 
+  # The sweep clears a dead embedded array, embedded string, float, rational or complex by its
+  # header alone (sweep.c, free_is_trivial_p), unless something outside the slot names it: its
+  # generic ivars, its object id, its finalizer, the interned-string table. Each of those must
+  # still be cleaned when it dies, or the next object in the slot inherits it.
+  def test_dead_objects_leave_nothing_behind_in_the_vm_tables
+    assert_gc_script(<<~'RUBY', timeout: 300)
+      FINALIZED = []
+      FIN = proc { FINALIZED << 1 }   # made here: a proc made in the loop would keep its array alive
+      ids = []
+      rounds(10).times do |round|
+        objs = Array.new(2_000) do |i|
+          case i % 5
+          when 0 then a = [i, round]; a.instance_variable_set(:@tag, "tag-#{i}"); a
+          when 1 then s = +"str-#{i}"; s.instance_variable_set(:@tag, "tag-#{i}"); s
+          when 2 then a = [i]; ids << a.object_id; a
+          when 3 then a = [i, i]; ObjectSpace.define_finalizer(a, FIN); a
+          when 4 then -"interned-#{round}-#{i}"
+          end
+        end
+        objs.clear
+        GC.start
+        GC.start
+        # The interned-string and generic-ivar tables name no dead object.
+        GC.verify_internal_consistency
+        # New objects of the same kinds, in the slots just freed.
+        fresh = Array.new(4_000) { |i| i.even? ? [i, round] : +"str-#{i}" }
+        fresh.each do |o|
+          assert_empty o.instance_variables, "a new #{o.class} inherited a dead one's generic ivars"
+        end
+        2_000.times do |i|
+          next unless i % 5 == 4
+          s = -"interned-#{round}-#{i}"
+          assert_equal "interned-#{round}-#{i}", s
+          assert_predicate s, :frozen?
+          assert_same s, -"interned-#{round}-#{i}"
+        end
+        fresh = nil
+      end
+      GC.start
+      # Ids of dead objects name nothing: a new object in the slot gets a new id.
+      live_ids = ObjectSpace.each_object(Array).map(&:object_id)
+      assert_empty(ids & live_ids, "a dead array's object id went to a new array")
+      ids.each do |id|
+        assert_raise(RangeError) { ObjectSpace._id2ref(id) }
+      end
+      assert_equal rounds(10) * 400, FINALIZED.size
+    RUBY
+  end
+
   def test_every_size_class_survives_collections
     assert_gc_script(<<~'RUBY')
       data = (0..700).step(7).map { |n| ["s" * n, Array.new(n / 8) { |i| i }, { n => n.to_s }] }

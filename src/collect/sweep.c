@@ -44,6 +44,34 @@ free_one(mosaic_objspace_t *objspace, VALUE obj, bool hook)
     return false;
 }
 
+/* Whether freeing a dead object is only clearing its header: CRuby's rb_gc_obj_free and
+ * rb_gc_obj_free_vm_weak_references do nothing else for it (3.4.5: gc.c, array.c rb_ary_free,
+ * string.c rb_str_free). Read from the flags word alone, which the sweep loads anyway:
+ *  - no generic ivars, object id or finalizer (EXIVAR, SEEN_OBJ_ID, FINALIZE);
+ *  - an embedded array (its elements are in the slot; RARRAY_EMBED_FLAG), an embedded string
+ *    not in the frozen-string table (RSTRING_NOEMBED, RSTRING_FSTR clear), a heap float, a
+ *    rational or a complex (their values are VALUEs in the slot).
+ * T_OBJECT is left out: an embedded object can turn "too complex" and keep ROBJECT_EMBED with
+ * an st_table to free, which only CRuby's internal shape API tells. Most of what a program drops
+ * is of these kinds (all of array-new's, most of strings'): the two calls into CRuby and their
+ * type switches were a third of the sweep's instructions per dead object (cachegrind,
+ * docs/PERFORMANCE.md). */
+static inline bool
+free_is_trivial_p(VALUE flags)
+{
+    if (flags & (RUBY_FL_EXIVAR | RUBY_FL_SEEN_OBJ_ID | RUBY_FL_FINALIZE)) return false;
+    switch (flags & RUBY_T_MASK) {
+      case T_ARRAY:
+        return (flags & RARRAY_EMBED_FLAG) != 0;
+      case T_STRING:
+        return !(flags & (RSTRING_NOEMBED | RSTRING_FSTR));
+      case T_FLOAT: case T_RATIONAL: case T_COMPLEX:
+        return true;
+      default:
+        return false;
+    }
+}
+
 /* bits &= keep, atomically when it changes something: write barriers set remembered and
  * wb-unprotected bits with atomic ORs (generation.c), and they run while the background
  * sweeper sweeps the page (a live old object in the same word as dead ones), so a plain
@@ -136,6 +164,8 @@ page_sweep(mosaic_objspace_t *objspace, struct mosaic_page *page, enum sweep_mod
 {
     const struct mosaic_heap *heap = page->heap;
     bool hook = mode != SWEEP_BACKGROUND && (objspace->hook_events & RUBY_INTERNAL_EVENT_FREEOBJ);
+    /* A FREEOBJ hook sees every free, and the size histogram every death (free_one). */
+    bool trivial_frees = !hook && !MOSAIC_SIZE_HISTOGRAM;
     size_t freed = 0;
     *empty = 0;
     struct mosaic_free_slot *head = page->freelist;
@@ -160,16 +190,22 @@ page_sweep(mosaic_objspace_t *objspace, struct mosaic_page *page, enum sweep_mod
             mosaic_bits_t bit = (mosaic_bits_t)1 << b;
             dead &= ~bit;
             VALUE obj = mosaic_slot_at(page, w * 64 + (size_t)b);
-            if (RBASIC(obj)->flags == 0) {
+            VALUE flags = RBASIC(obj)->flags;
+            if (flags == 0) {
                 (*empty)++;   /* already on the freelist: leave the slot untouched */
                 continue;
             }
-            if (RB_BUILTIN_TYPE(obj) == T_ZOMBIE) continue;
-            if (mode == SWEEP_BACKGROUND && !background_safe_p(obj)) {
-                leftover |= bit;
-                continue;
+            if (trivial_frees && free_is_trivial_p(flags)) {
+                RBASIC(obj)->flags = 0;
             }
-            if (!free_one(objspace, obj, hook)) continue;  /* became a zombie */
+            else {
+                if ((flags & RUBY_T_MASK) == T_ZOMBIE) continue;
+                if (mode == SWEEP_BACKGROUND && !background_safe_p(obj)) {
+                    leftover |= bit;
+                    continue;
+                }
+                if (!free_one(objspace, obj, hook)) continue;  /* became a zombie */
+            }
             freed++;
             struct mosaic_free_slot *slot = (struct mosaic_free_slot *)obj;
             slot->next = head;
