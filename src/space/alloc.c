@@ -309,42 +309,11 @@ stress_minor_collect(mosaic_objspace_t *objspace)
 
 /* ============================================================ fast path */
 
-VALUE
-mosaic_new_obj(mosaic_objspace_t *objspace, struct mosaic_cache *cache, VALUE klass, VALUE flags,
-               VALUE v1, VALUE v2, VALUE v3, bool wb_protected, size_t alloc_size)
+/* Pops `slot`, the head of the cache's list for the class, and makes it the new object. */
+static inline VALUE
+take_slot(mosaic_objspace_t *objspace, struct mosaic_cache *cache, size_t heap_index, struct mosaic_free_slot *slot,
+          VALUE klass, VALUE flags, VALUE v1, VALUE v2, VALUE v3, bool wb_protected)
 {
-    size_t heap_index = mosaic_heap_index_for_size(alloc_size);
-#if MOSAIC_SIZE_HISTOGRAM
-    mosaic_size_histogram_alloc(flags, alloc_size);
-#endif
-
-    /* Relaxed atomic loads, without the VM lock: another Ractor's malloc sets
-     * malloc_gc_pending (malloc.c). As plain loads the compiler read the neighbouring flags
-     * as one word, dont_gc with them, which another Ractor writes (GC.disable,
-     * mosaic_gc_hold): ThreadSanitizer reported that pair. */
-    if (RB_UNLIKELY(__atomic_load_n(&objspace->during_gc, __ATOMIC_RELAXED) ||
-                    __atomic_load_n(&objspace->gc_stress, __ATOMIC_RELAXED) ||
-                    __atomic_load_n(&objspace->malloc_gc_pending, __ATOMIC_RELAXED))) {
-        new_obj_slow_checks(objspace);
-    }
-
-#if MOSAIC_CHECK
-    /* The stress gate (MOSAIC_STRESS_MINOR=N): a collection every N allocations, minor unless
-     * the pacer asks for a major, so minor GCs run at every kind of moment. A collection costs
-     * O(heap) (finishing the sweep), so on a big heap the interval stretches to 1/32 of the
-     * live slots: small heaps, most tests, get a GC every N allocations; a program with
-     * millions of live objects is slowed by a bounded factor instead of quadratically. */
-    if (objspace->params.stress_minor_every && !mosaic_dont_gc(objspace) &&
-            __atomic_sub_fetch(&objspace->checks.stress_minor_countdown, 1, __ATOMIC_RELAXED) == 0) {
-        stress_minor_collect(objspace);
-    }
-#endif
-
-    struct mosaic_free_slot *slot = cache->heaps[heap_index].freelist;
-    if (RB_UNLIKELY(!slot)) {
-        slot = cache_refill(objspace, cache, heap_index);
-        if (!slot) rb_memerror();
-    }
     struct mosaic_free_slot *next = slot->next;
     cache->heaps[heap_index].freelist = next;
     cache->heaps[heap_index].allocated++;
@@ -372,4 +341,59 @@ mosaic_new_obj(mosaic_objspace_t *objspace, struct mosaic_cache *cache, VALUE kl
         mosaic_writebarrier_unprotect(objspace, (VALUE)p);
     }
     return (VALUE)p;
+}
+
+/* An allocation with something to do first (a collection pending, GC.stress, the stress gate's
+ * countdown) or with an empty cache. Out of line, so that the common case saves no registers. */
+static VALUE __attribute__((noinline))
+new_obj_slow(mosaic_objspace_t *objspace, struct mosaic_cache *cache, size_t heap_index, VALUE klass,
+             VALUE flags, VALUE v1, VALUE v2, VALUE v3, bool wb_protected)
+{
+    /* Relaxed atomic loads, without the VM lock: another Ractor's malloc sets
+     * malloc_gc_pending (malloc.c). As plain loads the compiler read the neighbouring flags
+     * as one word, dont_gc with them, which another Ractor writes (GC.disable,
+     * mosaic_gc_hold): ThreadSanitizer reported that pair. */
+    if (__atomic_load_n(&objspace->during_gc, __ATOMIC_RELAXED) ||
+            __atomic_load_n(&objspace->gc_stress, __ATOMIC_RELAXED) ||
+            __atomic_load_n(&objspace->malloc_gc_pending, __ATOMIC_RELAXED)) {
+        new_obj_slow_checks(objspace);
+    }
+
+#if MOSAIC_CHECK
+    /* The stress gate (MOSAIC_STRESS_MINOR=N): a collection every N allocations, minor unless
+     * the pacer asks for a major, so minor GCs run at every kind of moment. A collection costs
+     * O(heap) (finishing the sweep), so on a big heap the interval stretches to 1/32 of the
+     * live slots: small heaps, most tests, get a GC every N allocations; a program with
+     * millions of live objects is slowed by a bounded factor instead of quadratically. */
+    if (objspace->params.stress_minor_every && !mosaic_dont_gc(objspace) &&
+            __atomic_sub_fetch(&objspace->checks.stress_minor_countdown, 1, __ATOMIC_RELAXED) == 0) {
+        stress_minor_collect(objspace);
+    }
+#endif
+
+    struct mosaic_free_slot *slot = cache->heaps[heap_index].freelist;
+    if (!slot) {
+        slot = cache_refill(objspace, cache, heap_index);
+        if (!slot) rb_memerror();
+    }
+    return take_slot(objspace, cache, heap_index, slot, klass, flags, v1, v2, v3, wb_protected);
+}
+
+VALUE
+mosaic_new_obj(mosaic_objspace_t *objspace, struct mosaic_cache *cache, VALUE klass, VALUE flags,
+               VALUE v1, VALUE v2, VALUE v3, bool wb_protected, size_t alloc_size)
+{
+    size_t heap_index = mosaic_heap_index_for_size(alloc_size);
+#if MOSAIC_SIZE_HISTOGRAM
+    mosaic_size_histogram_alloc(flags, alloc_size);
+#endif
+    struct mosaic_free_slot *slot = cache->heaps[heap_index].freelist;
+    if (RB_UNLIKELY(!slot ||
+                    __atomic_load_n(&objspace->during_gc, __ATOMIC_RELAXED) ||
+                    __atomic_load_n(&objspace->gc_stress, __ATOMIC_RELAXED) ||
+                    __atomic_load_n(&objspace->malloc_gc_pending, __ATOMIC_RELAXED) ||
+                    (MOSAIC_CHECK && objspace->params.stress_minor_every))) {
+        return new_obj_slow(objspace, cache, heap_index, klass, flags, v1, v2, v3, wb_protected);
+    }
+    return take_slot(objspace, cache, heap_index, slot, klass, flags, v1, v2, v3, wb_protected);
 }

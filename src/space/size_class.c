@@ -27,7 +27,7 @@ size_t mosaic_heap_sizes[MOSAIC_HEAP_MAX + 1] = { 40, 80, 160, 320, 640, 0 };
 int mosaic_heap_count = 5;
 
 /* The class of a request of `size` bytes, by (size + 7) / 8: a load instead of a search. */
-static uint8_t size_to_heap[MOSAIC_MAX_SLOT_SIZE / 8 + 1];
+uint8_t mosaic_size_to_heap[MOSAIC_MAX_SLOT_SIZE / 8 + 1];   /* by (size + 7) / 8; space.h */
 
 /* Named tables for MOSAIC_SIZE_CLASSES (docs/DESIGN.md, "Size classes", has the measurements
  * behind each). The first is the default. */
@@ -161,14 +161,13 @@ mosaic_heap_init(mosaic_objspace_t *objspace)
     }
     for (size_t b = 0, h = 0; b <= MOSAIC_MAX_SLOT_SIZE / 8; b++) {
         while (h < (size_t)MOSAIC_HEAP_COUNT - 1 && b * 8 > mosaic_heap_sizes[h]) h++;
-        size_to_heap[b] = (uint8_t)h;
+        mosaic_size_to_heap[b] = (uint8_t)h;
     }
 }
 
-size_t
-mosaic_heap_index_for_size(size_t size)
+void
+mosaic_size_too_large(size_t size)
 {
-    if (RB_LIKELY(size <= mosaic_heap_sizes[MOSAIC_HEAP_COUNT - 1])) return size_to_heap[(size + 7) / 8];
     rb_bug("Mosaic: no size class holds %zu bytes (largest is %zu)", size,
            mosaic_heap_sizes[MOSAIC_HEAP_COUNT - 1]);
 }

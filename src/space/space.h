@@ -235,7 +235,16 @@ struct mosaic_page_pool {
 extern size_t mosaic_heap_sizes[MOSAIC_HEAP_MAX + 1];
 void mosaic_size_classes_from_env(void);
 void mosaic_heap_init(mosaic_objspace_t *objspace);
-size_t mosaic_heap_index_for_size(size_t size);
+extern uint8_t mosaic_size_to_heap[MOSAIC_MAX_SLOT_SIZE / 8 + 1];
+void mosaic_size_too_large(size_t size) __attribute__((noreturn, cold));
+
+/* The class for `size` bytes; inline: every allocation asks. */
+static inline size_t
+mosaic_heap_index_for_size(size_t size)
+{
+    if (RB_UNLIKELY(size > mosaic_heap_sizes[MOSAIC_HEAP_COUNT - 1])) mosaic_size_too_large(size);
+    return mosaic_size_to_heap[(size + 7) / 8];
+}
 size_t mosaic_heap_available_slots(mosaic_objspace_t *objspace);
 size_t mosaic_heap_allocated_pages(mosaic_objspace_t *objspace);
 
