@@ -19,32 +19,31 @@ class TestMosaicCollect < Test::Unit::TestCase
   # The sweep clears a dead embedded array, embedded string, float, rational or complex by its
   # header alone (sweep.c, free_is_trivial_p), unless something outside the slot names it: its
   # generic ivars, its object id, its finalizer, the interned-string table. Each of those must
-  # still be cleaned when it dies, or the next object in the slot inherits it.
+  # still be cleaned when it dies, or a table keeps naming the slot. The heap checker
+  # (GC.verify_internal_consistency) carries most of the test: it fails on an interned-string,
+  # generic-ivar or object-id entry that names a free slot or an object without the table's flag.
+  # Half the rounds leave the sweep lazy, to the background sweeper where it runs.
   def test_dead_objects_leave_nothing_behind_in_the_vm_tables
     assert_gc_script(<<~'RUBY', timeout: 300)
       FINALIZED = []
       FIN = proc { FINALIZED << 1 }   # made here: a proc made in the loop would keep its array alive
-      ids = []
+      ids = {}
       rounds(10).times do |round|
         objs = Array.new(2_000) do |i|
           case i % 5
           when 0 then a = [i, round]; a.instance_variable_set(:@tag, "tag-#{i}"); a
           when 1 then s = +"str-#{i}"; s.instance_variable_set(:@tag, "tag-#{i}"); s
-          when 2 then a = [i]; ids << a.object_id; a
+          when 2 then a = [i]; ids[a.object_id] = i; a
           when 3 then a = [i, i]; ObjectSpace.define_finalizer(a, FIN); a
           when 4 then -"interned-#{round}-#{i}"
           end
         end
         objs.clear
-        GC.start
-        GC.start
-        # The interned-string and generic-ivar tables name no dead object.
-        GC.verify_internal_consistency
-        # New objects of the same kinds, in the slots just freed.
+        GC.start(immediate_sweep: round.even?)
+        # New objects of the same kinds take the slots just freed (and finish a lazy sweep).
         fresh = Array.new(4_000) { |i| i.even? ? [i, round] : +"str-#{i}" }
-        fresh.each do |o|
-          assert_empty o.instance_variables, "a new #{o.class} inherited a dead one's generic ivars"
-        end
+        GC.start
+        GC.verify_internal_consistency
         2_000.times do |i|
           next unless i % 5 == 4
           s = -"interned-#{round}-#{i}"
@@ -52,16 +51,20 @@ class TestMosaicCollect < Test::Unit::TestCase
           assert_predicate s, :frozen?
           assert_same s, -"interned-#{round}-#{i}"
         end
-        fresh = nil
+        fresh.clear
       end
       GC.start
-      # Ids of dead objects name nothing: a new object in the slot gets a new id.
-      live_ids = ObjectSpace.each_object(Array).map(&:object_id)
-      assert_empty(ids & live_ids, "a dead array's object id went to a new array")
-      ids.each do |id|
-        assert_raise(RangeError) { ObjectSpace._id2ref(id) }
+      # An id names its own array while a stale stack word keeps it alive, and nothing after.
+      ids.each do |id, i|
+        found = begin
+          ObjectSpace._id2ref(id)
+        rescue RangeError
+          nil
+        end
+        assert_equal [i], found, "object id #{id} names another object" if found
       end
-      assert_equal rounds(10) * 400, FINALIZED.size
+      # All finalizers ran, but for the few a stale conservative reference may hold.
+      assert_operator FINALIZED.size, :>=, rounds(10) * 400 * 99 / 100
     RUBY
   end
 

@@ -196,6 +196,8 @@ page_sweep(mosaic_objspace_t *objspace, struct mosaic_page *page, enum sweep_mod
                 continue;
             }
             if (trivial_frees && free_is_trivial_p(flags)) {
+                /* A subset of what the background sweeper may free (background_safe_p). */
+                MOSAIC_ASSERT(background_safe_p(obj));
                 RBASIC(obj)->flags = 0;
             }
             else {

@@ -27,7 +27,7 @@ size_t mosaic_heap_sizes[MOSAIC_HEAP_MAX + 1] = { 40, 80, 160, 320, 640, 0 };
 int mosaic_heap_count = 5;
 
 /* The class of a request of `size` bytes, by (size + 7) / 8: a load instead of a search. */
-uint8_t mosaic_size_to_heap[MOSAIC_MAX_SLOT_SIZE / 8 + 1];   /* by (size + 7) / 8; space.h */
+uint8_t mosaic_size_to_heap[MOSAIC_MAX_SLOT_SIZE / 8 + 1];   /* read inline: space.h */
 
 /* Named tables for MOSAIC_SIZE_CLASSES (docs/DESIGN.md, "Size classes", has the measurements
  * behind each). The first is the default. */
