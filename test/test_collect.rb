@@ -68,6 +68,40 @@ class TestMosaicCollect < Test::Unit::TestCase
     RUBY
   end
 
+  # An embedded T_OBJECT turned "too complex" keeps ROBJECT_EMBED and its ivars move to an
+  # st_table: the sweep's trivial path must leave it to rb_gc_obj_free, which frees the table
+  # (sweep.c, free_is_trivial_p asks the shape; MOSAIC_TOO_COMPLEX_SHAPE_ID mirrors CRuby's id).
+  def test_dead_too_complex_objects_free_their_tables
+    omit "Mosaic's live-malloc figure" unless mosaic?
+    assert_gc_script(<<~'RUBY', timeout: 300)
+      require "objspace"
+      class TooComplex; end
+      # More shape variations than a class may have (shape.c, SHAPE_MAX_VARIATIONS: 8) make the
+      # class's objects too complex as they take a new ivar.
+      12.times { |k| TooComplex.new.instance_variable_set(:"@v#{k}", k) }
+      probe = TooComplex.new
+      probe.instance_variable_set(:@x, 1)
+      dump = ObjectSpace.dump(probe)
+      assert_include dump, '"too_complex_shape":true'
+      assert_include dump, '"embedded":true'
+      assert_include dump, '"shape_id":2,', "CRuby's too-complex shape id is not the one Mosaic mirrors"
+      GC.start
+      before = GC.stat(:mosaic_malloc_bytes)
+      objs = Array.new(50_000) do |i|
+        o = TooComplex.new
+        o.instance_variable_set(:@x, i)
+        o.instance_variable_set(:@y, i)
+        o
+      end
+      held = GC.stat(:mosaic_malloc_bytes) - before
+      assert_operator held, :>, 50_000 * 64, "the objects' ivar tables are malloc'd"
+      objs.clear
+      GC.start
+      GC.start
+      assert_operator GC.stat(:mosaic_malloc_bytes) - before, :<, held / 10, "dead too-complex objects kept their tables"
+    RUBY
+  end
+
   def test_every_size_class_survives_collections
     assert_gc_script(<<~'RUBY')
       data = (0..700).step(7).map { |n| ["s" * n, Array.new(n / 8) { |i| i }, { n => n.to_s }] }

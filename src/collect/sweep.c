@@ -46,18 +46,20 @@ free_one(mosaic_objspace_t *objspace, VALUE obj, bool hook)
 
 /* Whether freeing a dead object is only clearing its header: CRuby's rb_gc_obj_free and
  * rb_gc_obj_free_vm_weak_references do nothing else for it (3.4.5: gc.c, array.c rb_ary_free,
- * string.c rb_str_free). Read from the flags word alone, which the sweep loads anyway:
+ * string.c rb_str_free). Read from the flags word, which the sweep loads anyway:
  *  - no generic ivars, object id or finalizer (EXIVAR, SEEN_OBJ_ID, FINALIZE);
  *  - an embedded array (its elements are in the slot; RARRAY_EMBED_FLAG), an embedded string
  *    not in the frozen-string table (RSTRING_NOEMBED, RSTRING_FSTR clear), a heap float, a
- *    rational or a complex (their values are VALUEs in the slot).
- * T_OBJECT is left out: an embedded object can turn "too complex" and keep ROBJECT_EMBED with
- * an st_table to free, which only CRuby's internal shape API tells. Most of what a program drops
- * is of these kinds (all of array-new's, most of strings'): the two calls into CRuby and their
- * type switches were a third of the sweep's instructions per dead object (cachegrind,
- * docs/PERFORMANCE.md). */
+ *    rational or a complex (their values are VALUEs in the slot);
+ *  - an embedded T_OBJECT (ROBJECT_EMBED) whose shape is not "too complex": CRuby turns an object
+ *    too complex (its ivars in an st_table) without clearing ROBJECT_EMBED, and rb_gc_obj_free
+ *    asks the shape first (rb_shape_obj_too_complex); so does this, through gc.h's
+ *    rb_gc_get_shape.
+ * Most of what a program drops is of these kinds (all of array-new's, most of strings' and
+ * objects'): the two calls into CRuby and their type switches were a third of the sweep's
+ * instructions per dead object (cachegrind, docs/PERFORMANCE.md). */
 static inline bool
-free_is_trivial_p(VALUE flags)
+free_is_trivial_p(VALUE obj, VALUE flags)
 {
     if (flags & (RUBY_FL_EXIVAR | RUBY_FL_SEEN_OBJ_ID | RUBY_FL_FINALIZE)) return false;
     switch (flags & RUBY_T_MASK) {
@@ -65,6 +67,8 @@ free_is_trivial_p(VALUE flags)
         return (flags & RARRAY_EMBED_FLAG) != 0;
       case T_STRING:
         return !(flags & (RSTRING_NOEMBED | RSTRING_FSTR));
+      case T_OBJECT:
+        return (flags & ROBJECT_EMBED) && rb_gc_get_shape(obj) != MOSAIC_TOO_COMPLEX_SHAPE_ID;
       case T_FLOAT: case T_RATIONAL: case T_COMPLEX:
         return true;
       default:
@@ -195,7 +199,7 @@ page_sweep(mosaic_objspace_t *objspace, struct mosaic_page *page, enum sweep_mod
                 (*empty)++;   /* already on the freelist: leave the slot untouched */
                 continue;
             }
-            if (trivial_frees && free_is_trivial_p(flags)) {
+            if (trivial_frees && free_is_trivial_p(obj, flags)) {
                 /* A subset of what the background sweeper may free (background_safe_p). */
                 MOSAIC_ASSERT(background_safe_p(obj));
                 RBASIC(obj)->flags = 0;

@@ -145,6 +145,11 @@ mosaic_imemo_kind(VALUE obj)
     return (unsigned int)((RBASIC(obj)->flags >> RUBY_FL_USHIFT) & 0x0f);
 }
 
+/* CRuby's shape id of an object whose ivars are in an st_table (shape.h's
+ * OBJ_TOO_COMPLEX_SHAPE_ID in 3.4: ROOT_SHAPE_ID 0, SPECIAL_CONST_SHAPE_ID 1, then this), as
+ * gc.h's rb_gc_get_shape returns it. The sweep reads it for dead T_OBJECTs (sweep.c). */
+#define MOSAIC_TOO_COMPLEX_SHAPE_ID 2
+
 /* An instruction sequence CRuby is still loading from binary: ISEQ_NOT_LOADED_YET (iseq.h:
  * IMEMO_FL_USER1, which is RUBY_FL_USER5) is set from its allocation until compile.c's
  * ibf_load_iseq_complete, and meanwhile its literals are announced (RB_OBJ_WRITTEN) before

@@ -91,6 +91,7 @@ void rb_gc_mark_children(void *objspace, VALUE obj);
 void rb_gc_update_object_references(void *objspace, VALUE obj);
 bool rb_gc_obj_free(void *objspace, VALUE obj);
 void rb_gc_obj_free_vm_weak_references(VALUE obj);
+uint32_t rb_gc_get_shape(VALUE obj);
 void rb_gc_set_shape(VALUE obj, uint32_t shape_id);
 uint32_t rb_gc_rebuild_shape(VALUE obj, size_t heap_id);
 void rb_gc_prepare_heap_process_object(VALUE obj);
