@@ -97,8 +97,6 @@ struct mosaic_nursery {
     size_t evacuations;              /* minor GCs that evacuated */
     size_t moved_objects;            /* objects moved out of nursery pages, all minors */
     size_t stayed_objects;           /* survivors on nursery pages that could not move, all minors */
-    size_t latest_moved;             /* the latest evacuating minor's */
-    size_t latest_stayed;
 };
 
 /* Why the latest compaction ran (GC.latest_compact_info[:mosaic_trigger]). */

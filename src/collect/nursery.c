@@ -67,33 +67,31 @@ struct destination {
 static VALUE
 take_destination(mosaic_objspace_t *objspace, struct mosaic_heap *heap, struct destination *dest)
 {
-    for (;;) {
-        struct mosaic_page *page = NULL;
-        if (dest->fresh && dest->fresh->freelist) {
-            page = dest->fresh;
-        }
-        else {
-            while (dest->cursor < heap->page_count) {
-                struct mosaic_page *p = heap->pages[dest->cursor];
-                if (!p->nursery && p->freelist) {
-                    page = p;
-                    break;
-                }
-                dest->cursor++;
-            }
-        }
-        if (!page) {
-            page = mosaic_pool_take(objspace, heap);
-            if (!page) page = mosaic_page_new(objspace, heap);
-            if (!page) return 0;
-            dest->fresh = page;
-            dest->cursor = heap->page_count;   /* the pages before it are full */
-        }
-        struct mosaic_free_slot *slot = page->freelist;
-        page->freelist = slot->next;
-        if (page->free_slots) page->free_slots--;
-        return (VALUE)slot;
+    struct mosaic_page *page = NULL;
+    if (dest->fresh && dest->fresh->freelist) {
+        page = dest->fresh;
     }
+    else {
+        while (dest->cursor < heap->page_count) {
+            struct mosaic_page *p = heap->pages[dest->cursor];
+            if (!p->nursery && p->freelist) {
+                page = p;
+                break;
+            }
+            dest->cursor++;
+        }
+    }
+    if (!page) {
+        page = mosaic_pool_take(objspace, heap);
+        if (!page) page = mosaic_page_new(objspace, heap);
+        if (!page) return 0;
+        dest->fresh = page;
+        dest->cursor = heap->page_count;   /* the pages before it are full */
+    }
+    struct mosaic_free_slot *slot = page->freelist;
+    page->freelist = slot->next;
+    if (page->free_slots) page->free_slots--;
+    return (VALUE)slot;
 }
 
 /* A moved object's old slot becomes free, on its page's freelist. The page is still
@@ -167,8 +165,6 @@ mosaic_nursery_evacuate(mosaic_objspace_t *objspace)
     nursery->evacuations++;
     nursery->moved_objects += moved;
     nursery->stayed_objects += stayed;
-    nursery->latest_moved = moved;
-    nursery->latest_stayed = stayed;
     nursery->traced.size = 0;
     nursery->rescanned = 0;
 }
