@@ -44,6 +44,11 @@ free_one(mosaic_objspace_t *objspace, VALUE obj, bool hook)
     return false;
 }
 
+/* Flags whose object is in a VM table that its free must edit, whatever its type: generic
+ * ivars (FL_EXIVAR), the object-id tables (SEEN_OBJ_ID), finalizers (FL_FINALIZE). Neither the
+ * trivial frees nor the background sweeper's take such an object. */
+#define FLAGS_IN_VM_TABLES (RUBY_FL_EXIVAR | RUBY_FL_SEEN_OBJ_ID | RUBY_FL_FINALIZE)
+
 /* Whether freeing a dead object is only clearing its header: CRuby's rb_gc_obj_free and
  * rb_gc_obj_free_vm_weak_references do nothing else for it (3.4.5: gc.c, array.c rb_ary_free,
  * string.c rb_str_free). Read from the flags word, which the sweep loads anyway:
@@ -61,7 +66,7 @@ free_one(mosaic_objspace_t *objspace, VALUE obj, bool hook)
 static inline bool
 free_is_trivial_p(VALUE obj, VALUE flags)
 {
-    if (flags & (RUBY_FL_EXIVAR | RUBY_FL_SEEN_OBJ_ID | RUBY_FL_FINALIZE)) return false;
+    if (flags & FLAGS_IN_VM_TABLES) return false;
     switch (flags & RUBY_T_MASK) {
       case T_ARRAY:
         return (flags & RARRAY_EMBED_FLAG) != 0;
@@ -134,7 +139,7 @@ static inline bool
 background_safe_p(VALUE obj)
 {
     VALUE flags = RBASIC(obj)->flags;
-    if (flags & (RUBY_FL_EXIVAR | RUBY_FL_SEEN_OBJ_ID | RUBY_FL_FINALIZE)) return false;
+    if (flags & FLAGS_IN_VM_TABLES) return false;
     switch (flags & RUBY_T_MASK) {
       case T_STRING:
         return !(flags & RSTRING_FSTR);

@@ -253,6 +253,20 @@ cache_refill(mosaic_objspace_t *objspace, struct mosaic_cache *cache, size_t hea
     return slot;
 }
 
+/* Whether an allocation must look at the collector's state before taking a slot: a collection
+ * running (a bug if this thread is its collector), GC.stress, or a GC malloc asked for.
+ * Relaxed atomic loads, without the VM lock: another Ractor's malloc sets malloc_gc_pending
+ * (malloc.c). As plain loads the compiler read the neighbouring flags as one word, dont_gc
+ * with them, which another Ractor writes (GC.disable, mosaic_gc_hold): ThreadSanitizer
+ * reported that pair. */
+static inline bool
+gc_work_pending(mosaic_objspace_t *objspace)
+{
+    return __atomic_load_n(&objspace->during_gc, __ATOMIC_RELAXED) ||
+        __atomic_load_n(&objspace->gc_stress, __ATOMIC_RELAXED) ||
+        __atomic_load_n(&objspace->malloc_gc_pending, __ATOMIC_RELAXED);
+}
+
 static void
 new_obj_slow_checks(mosaic_objspace_t *objspace)
 {
@@ -349,15 +363,7 @@ static VALUE __attribute__((noinline))
 new_obj_slow(mosaic_objspace_t *objspace, struct mosaic_cache *cache, size_t heap_index, VALUE klass,
              VALUE flags, VALUE v1, VALUE v2, VALUE v3, bool wb_protected)
 {
-    /* Relaxed atomic loads, without the VM lock: another Ractor's malloc sets
-     * malloc_gc_pending (malloc.c). As plain loads the compiler read the neighbouring flags
-     * as one word, dont_gc with them, which another Ractor writes (GC.disable,
-     * mosaic_gc_hold): ThreadSanitizer reported that pair. */
-    if (__atomic_load_n(&objspace->during_gc, __ATOMIC_RELAXED) ||
-            __atomic_load_n(&objspace->gc_stress, __ATOMIC_RELAXED) ||
-            __atomic_load_n(&objspace->malloc_gc_pending, __ATOMIC_RELAXED)) {
-        new_obj_slow_checks(objspace);
-    }
+    if (gc_work_pending(objspace)) new_obj_slow_checks(objspace);
 
 #if MOSAIC_CHECK
     /* The stress gate (MOSAIC_STRESS_MINOR=N): a collection every N allocations, minor unless
@@ -388,11 +394,7 @@ mosaic_new_obj(mosaic_objspace_t *objspace, struct mosaic_cache *cache, VALUE kl
     mosaic_size_histogram_alloc(flags, alloc_size);
 #endif
     struct mosaic_free_slot *slot = cache->heaps[heap_index].freelist;
-    if (RB_UNLIKELY(!slot ||
-                    __atomic_load_n(&objspace->during_gc, __ATOMIC_RELAXED) ||
-                    __atomic_load_n(&objspace->gc_stress, __ATOMIC_RELAXED) ||
-                    __atomic_load_n(&objspace->malloc_gc_pending, __ATOMIC_RELAXED) ||
-                    (MOSAIC_CHECK && objspace->params.stress_minor_every))) {
+    if (RB_UNLIKELY(!slot || gc_work_pending(objspace) || (MOSAIC_CHECK && objspace->params.stress_minor_every))) {
         return new_obj_slow(objspace, cache, heap_index, klass, flags, v1, v2, v3, wb_protected);
     }
     return take_slot(objspace, cache, heap_index, slot, klass, flags, v1, v2, v3, wb_protected);
