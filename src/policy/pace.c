@@ -206,6 +206,7 @@ mosaic_pace_init(mosaic_objspace_t *objspace)
         objspace->heaps[i].major_target_slots = objspace->params.heap_init_slots[i];
     }
     objspace->pace.room_scale = 1.0;
+    objspace->pace.survival = 1.0;
     objspace->malloc.limit = objspace->params.malloc_limit_min;
     objspace->pace.growth_trigger_bytes = mosaic_pm_growth_trigger(MOSAIC_GROWTH_STEP_MIN, objspace->malloc.limit);
     objspace->malloc.old_limit = objspace->params.oldmalloc_limit_min;
@@ -376,6 +377,28 @@ limit_headroom(mosaic_objspace_t *objspace)
     return mosaic_pm_headroom(limit, mosaic_pace_used_bytes(objspace));
 }
 
+/* Whether this GC follows a build-up's end (mosaic_pm_build_up_ended), from the slot bytes
+ * allocated since the GC before and those this GC found dead; records this GC's survival for
+ * the next. Then a class short of room after this minor GC asks for a major GC at once, rather
+ * than after MOSAIC_OLD_AGE GCs since the latest major: the structure the build-up made is old,
+ * and may be dead (binary-trees' stretch tree: with the wait, two minor GCs grew the heap by 14
+ * MiB while 40 MiB of it lay dead, or not, by where the latest major fell). */
+static bool
+build_up_ended(mosaic_objspace_t *objspace)
+{
+    size_t allocated = 0, garbage = 0;
+    for (int i = 0; i < MOSAIC_HEAP_COUNT; i++) {
+        const struct mosaic_heap *heap = &objspace->heaps[i];
+        size_t live = heap->marked_slots + heap->final_slots;
+        allocated = mosaic_add_sat(allocated, heap->allocated_in_cycle * heap->slot_size);
+        if (heap->used_slots_at_gc > live) garbage = mosaic_add_sat(garbage, (heap->used_slots_at_gc - live) * heap->slot_size);
+    }
+    double survival = mosaic_pm_survival(allocated, garbage);
+    bool ended = mosaic_pm_build_up_ended(objspace->pace.survival, survival);
+    objspace->pace.survival = survival;
+    return ended;
+}
+
 void
 mosaic_pace_after_mark(mosaic_objspace_t *objspace)
 {
@@ -384,7 +407,8 @@ mosaic_pace_after_mark(mosaic_objspace_t *objspace)
     size_t target_pages = objspace->pages.sorted_count;
     bool minor = !objspace->full_mark && params->generational;
     bool grow_minor = minor && params->allow_full_mark;
-    bool major_due = grow_minor && objspace->stats.count - objspace->gen.last_major_count >= MOSAIC_OLD_AGE;
+    bool ended = build_up_ended(objspace);   /* at every GC: it records this one's survival */
+    bool major_due = grow_minor && (objspace->stats.count - objspace->gen.last_major_count >= MOSAIC_OLD_AGE || ended);
     double min_ratio = pace_min_ratio(objspace), goal_ratio = pace_goal_ratio(objspace);
     double max_ratio = pace_max_ratio(objspace);
     double target_factor = major_target_factor(objspace);

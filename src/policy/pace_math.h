@@ -461,6 +461,25 @@ mosaic_pm_room_scale(double scale, double share, unsigned int gcs, bool steady, 
     return next;
 }
 
+/* Of `allocated` bytes allocated since the GC before, the share a GC found alive, given the
+ * `garbage` bytes it found dead (garbage of older cycles counts too, so it may reach 0). */
+static inline double
+mosaic_pm_survival(size_t allocated, size_t garbage)
+{
+    if (allocated == 0) return 1.0;
+    if (garbage >= allocated) return 0.0;
+    return 1.0 - (double)garbage / (double)allocated;
+}
+
+/* Whether a build-up just ended: the GC before kept nearly all it had allocated since its own
+ * predecessor (at least 7/8), and this one kept at most half. What was built may now be dying
+ * old, where no minor GC sees it. */
+static inline bool
+mosaic_pm_build_up_ended(double survival_before, double survival)
+{
+    return survival_before >= 0.875 && survival <= 0.5;
+}
+
 /* Whether a figure (pages in use, live bytes) held steady: `now` within 1/8 of `before`, either
  * way (`before` 0: nothing to compare with, not steady). */
 static inline bool

@@ -453,6 +453,27 @@ test_room_scale_formulas(void)
     CHECK(mosaic_pm_held_steady(SMAX, SMAX));
 }
 
+static void
+test_build_up_end_formulas(void)
+{
+    /* Survival: the share of what was allocated since the GC before that a GC kept. */
+    CHECK_DOP(mosaic_pm_survival(0, 0), ==, 1.0);            /* nothing allocated: nothing died */
+    CHECK_DOP(mosaic_pm_survival(0, 100), ==, 1.0);
+    CHECK_DOP(mosaic_pm_survival(1000, 0), ==, 1.0);
+    CHECK_DOP(mosaic_pm_survival(1000, 250), ==, 0.75);
+    CHECK_DOP(mosaic_pm_survival(1000, 1000), ==, 0.0);
+    CHECK_DOP(mosaic_pm_survival(1000, 5000), ==, 0.0);      /* older garbage too: at least none kept */
+    CHECK_DOP(mosaic_pm_survival(SMAX, SMAX / 2), >, 0.49);  /* no overflow on huge figures */
+
+    /* A build-up ends when a GC that kept at least 7/8 is followed by one that keeps at most half. */
+    CHECK(mosaic_pm_build_up_ended(1.0, 0.0));
+    CHECK(mosaic_pm_build_up_ended(0.875, 0.5));
+    CHECK(!mosaic_pm_build_up_ended(0.87, 0.5));    /* no build-up before */
+    CHECK(!mosaic_pm_build_up_ended(1.0, 0.51));    /* still keeping most */
+    CHECK(!mosaic_pm_build_up_ended(0.3, 0.0));     /* a steady program whose young die */
+    CHECK(!mosaic_pm_build_up_ended(1.0, 1.0));     /* a build-up going on */
+}
+
 /* A steady program under the room scale, in units of its live data and of the time it takes to
  * allocate that much: a GC comes when the room the goal ratio leaves (q / (1 - q) of live, q the
  * scaled goal) is used up, so the mutator runs that long between GCs, and each GC takes
@@ -968,6 +989,7 @@ main(void)
     RUN(test_old_object_limits);
     RUN(test_gc_time_formulas);
     RUN(test_room_scale_formulas);
+    RUN(test_build_up_end_formulas);
     RUN(test_sim_steady_program_converges);
     RUN(test_sim_live_doubles_grows_target);
     RUN(test_sim_build_up_grows_by_at_most_the_factor);
