@@ -103,6 +103,33 @@ class TestMosaicMemory < Test::Unit::TestCase
     RUBY
   end
 
+  # A structure built over several GCs is old; when the program drops it, no minor GC can free
+  # it. Built bottom-up (young objects point at old ones, as binary-trees' nodes point at their
+  # children), its young part dies at the first minor GC after the drop: the GC before kept all
+  # it had allocated, this one keeps nothing of it. That is a build-up's end: a class short of
+  # room then asks for a major GC at once, not 3 GCs after the latest major (the GC.starts
+  # below), and the next GC frees the old structure instead of growing the heap beside it.
+  def test_a_build_ups_end_asks_for_a_major_gc
+    omit "Mosaic's pacing" unless mosaic?
+    omit "reads Mosaic's pacing; the stress gate forces GCs" if ENV["MOSAIC_STRESS_MINOR"]
+    assert_gc_script(<<~'RUBY')
+      built = Array.new(300_000) { [] }
+      3.times { GC.start }                                   # old now
+      top = Array.new(30_000) { |i| [built[i]] }             # young, pointing at old
+      GC.start(full_mark: false)                             # keeps all it allocated
+      built = top = nil
+      other = Array.new(10_000) { [] }
+      majors = GC.stat(:major_gc_count)
+      GC.start(full_mark: false)                             # keeps little: top died
+      count = GC.count
+      garbage = []
+      garbage = [] until GC.count > count
+      assert_operator GC.stat(:major_gc_count), :>, majors, "no major GC after the build-up's end"
+      assert_operator GC.stat(:heap_live_slots), :<, 250_000, "the dropped structure was not freed"
+      [other.size, garbage.size]
+    RUBY
+  end
+
   # Empty pages go to the pool; pages idle there for a whole cycle go back to the OS. The live
   # set is large enough that its class keeps the burst's pages (they are within
   # live / (1 - free_slots_max_ratio), so the sweep pools them rather than freeing them).
