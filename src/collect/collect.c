@@ -179,7 +179,7 @@ mosaic_collect_finish_cycle(mosaic_objspace_t *objspace, unsigned int reason, bo
      *    both apply to the free-slot ratios; then the fragmentation policy (compact.c):
      *    compact the classes a packing would free pages of, with a move budget derived from
      *    this mark's time; then the budgets. */
-    mosaic_pace_after_mark_scale(objspace);
+    mosaic_pace_measure_mark(objspace);
     if (by_fragmentation && mosaic_compact_select(objspace)) {
         compact = true;
         objspace->compact.trigger = MOSAIC_COMPACT_BY_FRAGMENTATION;

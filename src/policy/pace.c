@@ -144,16 +144,26 @@ pace_max_ratio(const mosaic_objspace_t *objspace)
     return mosaic_pm_scaled_ratio(objspace->params.free_slots_max_ratio, objspace->pace.room_scale);
 }
 
-/* Slot bytes the latest mark found live (marked + zombies), all classes. */
-static size_t
-marked_slot_bytes(const mosaic_objspace_t *objspace)
+/* Right after marking, one pass over the classes: the slot bytes the mark found live (marked +
+ * zombies), which the room scale and the budgets use, and the build-up rule's step from the
+ * bytes allocated since the GC before and those found dead. Then a class short of room after
+ * this minor GC asks for a major GC at once, rather than after MOSAIC_OLD_AGE GCs since the
+ * latest major: the structure the build-up made is old, and may be dead (binary-trees' stretch
+ * tree: with the wait, two minor GCs grew the heap by 14 MiB while 40 MiB of it lay dead, or
+ * not, by where the latest major fell). */
+static void
+mark_totals(mosaic_objspace_t *objspace)
 {
-    size_t live = 0;
+    size_t live_bytes = 0, allocated = 0, garbage = 0;
     for (int i = 0; i < MOSAIC_HEAP_COUNT; i++) {
         const struct mosaic_heap *heap = &objspace->heaps[i];
-        live = mosaic_add_sat(live, (heap->marked_slots + heap->final_slots) * heap->slot_size);
+        size_t live = heap->marked_slots + heap->final_slots;
+        live_bytes = mosaic_add_sat(live_bytes, live * heap->slot_size);
+        allocated = mosaic_add_sat(allocated, heap->allocated_in_cycle * heap->slot_size);
+        if (heap->used_slots_at_gc > live) garbage = mosaic_add_sat(garbage, (heap->used_slots_at_gc - live) * heap->slot_size);
     }
-    return live;
+    objspace->live_bytes = live_bytes;
+    objspace->pace.build_up_ended = mosaic_pm_survival_step(&objspace->pace.survival, allocated, garbage);
 }
 
 /* After marking, at a major GC that closes a cycle of 2 GCs or more, or after
@@ -170,7 +180,7 @@ pace_room_scale(mosaic_objspace_t *objspace, bool major)
     size_t pages = objspace->pages.sorted_count;
     bool steady = mosaic_pm_held_steady(pages, pace->room_pages);
     if (major) {
-        size_t live = marked_slot_bytes(objspace);
+        size_t live = objspace->live_bytes;
         steady = steady && mosaic_pm_held_steady(live, pace->major_live_bytes);
         pace->major_live_bytes = live;
     }
@@ -186,11 +196,12 @@ pace_room_scale(mosaic_objspace_t *objspace, bool major)
 }
 
 /* Right after marking, before anything measures with the ratios (the fragmentation policy,
- * compact.c; mosaic_pace_after_mark): the room scale, at a major GC that closes a cycle of 2
- * GCs or more and after MOSAIC_ROOM_CYCLE_GCS GCs without one. */
+ * compact.c; mosaic_pace_after_mark): the mark's totals, then the room scale, at a major GC
+ * that closes a cycle of 2 GCs or more and after MOSAIC_ROOM_CYCLE_GCS GCs without one. */
 void
-mosaic_pace_after_mark_scale(mosaic_objspace_t *objspace)
+mosaic_pace_measure_mark(mosaic_objspace_t *objspace)
 {
+    mark_totals(objspace);
     bool minor = !objspace->full_mark && objspace->params.generational;
     unsigned int cycle_gcs = objspace->pace.cycle_gcs;
     if ((!minor && cycle_gcs >= 2) || cycle_gcs >= MOSAIC_ROOM_CYCLE_GCS) pace_room_scale(objspace, !minor);
@@ -377,38 +388,17 @@ limit_headroom(mosaic_objspace_t *objspace)
     return mosaic_pm_headroom(limit, mosaic_pace_used_bytes(objspace));
 }
 
-/* Whether this GC follows a build-up's end (mosaic_pm_build_up_ended), from the slot bytes
- * allocated since the GC before and those this GC found dead; records this GC's survival for
- * the next. Then a class short of room after this minor GC asks for a major GC at once, rather
- * than after MOSAIC_OLD_AGE GCs since the latest major: the structure the build-up made is old,
- * and may be dead (binary-trees' stretch tree: with the wait, two minor GCs grew the heap by 14
- * MiB while 40 MiB of it lay dead, or not, by where the latest major fell). */
-static bool
-build_up_ended(mosaic_objspace_t *objspace)
-{
-    size_t allocated = 0, garbage = 0;
-    for (int i = 0; i < MOSAIC_HEAP_COUNT; i++) {
-        const struct mosaic_heap *heap = &objspace->heaps[i];
-        size_t live = heap->marked_slots + heap->final_slots;
-        allocated = mosaic_add_sat(allocated, heap->allocated_in_cycle * heap->slot_size);
-        if (heap->used_slots_at_gc > live) garbage = mosaic_add_sat(garbage, (heap->used_slots_at_gc - live) * heap->slot_size);
-    }
-    double survival = mosaic_pm_survival(allocated, garbage);
-    bool ended = mosaic_pm_build_up_ended(objspace->pace.survival, survival);
-    objspace->pace.survival = survival;
-    return ended;
-}
-
 void
 mosaic_pace_after_mark(mosaic_objspace_t *objspace)
 {
     const struct mosaic_params *params = &objspace->params;
-    size_t shared_grow_bytes = 0, others_ask_bytes = 0, live_bytes = 0, room_bytes = 0, slot_bytes = 0;
+    size_t shared_grow_bytes = 0, others_ask_bytes = 0, room_bytes = 0, slot_bytes = 0;
+    size_t live_bytes = objspace->live_bytes;   /* mark_totals */
     size_t target_pages = objspace->pages.sorted_count;
     bool minor = !objspace->full_mark && params->generational;
     bool grow_minor = minor && params->allow_full_mark;
-    bool ended = build_up_ended(objspace);   /* at every GC: it records this one's survival */
-    bool major_due = grow_minor && (objspace->stats.count - objspace->gen.last_major_count >= MOSAIC_OLD_AGE || ended);
+    bool major_due = grow_minor && (objspace->stats.count - objspace->gen.last_major_count >= MOSAIC_OLD_AGE ||
+                                    objspace->pace.build_up_ended);
     double min_ratio = pace_min_ratio(objspace), goal_ratio = pace_goal_ratio(objspace);
     double max_ratio = pace_max_ratio(objspace);
     double target_factor = major_target_factor(objspace);
@@ -419,7 +409,6 @@ mosaic_pace_after_mark(mosaic_objspace_t *objspace)
         size_t total = heap->total_slots;
         size_t live = heap->marked_slots + heap->final_slots;
         size_t free = total > live ? total - live : 0;
-        live_bytes = mosaic_add_sat(live_bytes, live * heap->slot_size);
         slot_bytes = mosaic_add_sat(slot_bytes, total * heap->slot_size);
 
         /* A class below its init slots may always grow up to them without collecting. */
@@ -495,7 +484,6 @@ mosaic_pace_after_mark(mosaic_objspace_t *objspace)
         objspace->pace.growth_trigger_bytes = objspace->pace.free_slots_floor_bytes;
     }
     objspace->pace.grown_since_gc = 0;
-    objspace->live_bytes = live_bytes;
     objspace->pace.heap_target_bytes = mosaic_pm_heap_target(target_pages, shared_grow_bytes);
 }
 

@@ -480,6 +480,24 @@ mosaic_pm_build_up_ended(double survival_before, double survival)
     return survival_before >= 0.875 && survival <= 0.5;
 }
 
+/* Slot bytes a GC must have seen allocated since the GC before for its survival to count: one
+ * page's worth. A GC after too little allocation (a second GC.start in a row) measures nothing,
+ * and would otherwise read as a build-up that kept everything. */
+#define MOSAIC_PM_SURVIVAL_MIN_BYTES MOSAIC_PAGE_SIZE
+
+/* One GC's step of the build-up rule: whether it follows a build-up's end, given the survival
+ * recorded before it (*survival, updated to this GC's). A GC that allocated too little to
+ * measure keeps the survival from before and ends nothing. */
+static inline bool
+mosaic_pm_survival_step(double *survival, size_t allocated, size_t garbage)
+{
+    if (allocated < MOSAIC_PM_SURVIVAL_MIN_BYTES) return false;
+    double now = mosaic_pm_survival(allocated, garbage);
+    bool ended = mosaic_pm_build_up_ended(*survival, now);
+    *survival = now;
+    return ended;
+}
+
 /* Whether a figure (pages in use, live bytes) held steady: `now` within 1/8 of `before`, either
  * way (`before` 0: nothing to compare with, not steady). */
 static inline bool

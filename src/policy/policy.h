@@ -59,6 +59,7 @@ struct mosaic_pacer {
     /* Of the slot bytes allocated between the two GCs before this one, the share the later one
      * found alive (1.0 before any GC): a build-up keeps nearly all (pace.c, build_up_ended). */
     double survival;
+    bool build_up_ended;             /* this GC follows a build-up's end (pace.c, mark_totals) */
 };
 
 /* Malloc accounting (malloc.c). */
@@ -96,7 +97,7 @@ struct mosaic_memory_state {
 
 /* pace.c: when the next GC runs, how the heap grows and shrinks */
 void mosaic_pace_init(mosaic_objspace_t *objspace);
-void mosaic_pace_after_mark_scale(mosaic_objspace_t *objspace);
+void mosaic_pace_measure_mark(mosaic_objspace_t *objspace);
 void mosaic_pace_after_mark(mosaic_objspace_t *objspace);
 void mosaic_pace_after_sweep(mosaic_objspace_t *objspace);
 void mosaic_pace_old_limits(mosaic_objspace_t *objspace);

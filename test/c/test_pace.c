@@ -472,6 +472,25 @@ test_build_up_end_formulas(void)
     CHECK(!mosaic_pm_build_up_ended(1.0, 0.51));    /* still keeping most */
     CHECK(!mosaic_pm_build_up_ended(0.3, 0.0));     /* a steady program whose young die */
     CHECK(!mosaic_pm_build_up_ended(1.0, 1.0));     /* a build-up going on */
+
+    /* The step a GC takes: it records its survival, and ends a build-up by the rule above. */
+    double survival = 0.3;
+    CHECK(!mosaic_pm_survival_step(&survival, 1 << 20, 0));           /* kept all: builds up */
+    CHECK_DOP(survival, ==, 1.0);
+    CHECK(mosaic_pm_survival_step(&survival, 1 << 20, 1 << 20));      /* then kept none: ended */
+    CHECK_DOP(survival, ==, 0.0);
+    /* A GC after too little allocation to measure (GC.start twice in a row) keeps the survival
+     * from before: it neither ends a build-up nor reads as one that kept everything. */
+    survival = 0.3;
+    CHECK(!mosaic_pm_survival_step(&survival, 0, 4096));
+    CHECK_DOP(survival, ==, 0.3);
+    CHECK(!mosaic_pm_survival_step(&survival, MOSAIC_PM_SURVIVAL_MIN_BYTES - 1, 0));
+    CHECK_DOP(survival, ==, 0.3);
+    CHECK(!mosaic_pm_survival_step(&survival, 1 << 20, 1 << 20));    /* so a churned minor ends nothing */
+    CHECK_DOP(survival, ==, 0.0);
+    survival = 1.0;                                                   /* after a build-up, an empty */
+    CHECK(!mosaic_pm_survival_step(&survival, 0, 0));                 /* GC leaves its end to the next */
+    CHECK(mosaic_pm_survival_step(&survival, MOSAIC_PM_SURVIVAL_MIN_BYTES, MOSAIC_PM_SURVIVAL_MIN_BYTES));
 }
 
 /* A steady program under the room scale, in units of its live data and of the time it takes to
