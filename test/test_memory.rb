@@ -130,6 +130,33 @@ class TestMosaicMemory < Test::Unit::TestCase
     RUBY
   end
 
+  # GC.stat_heap's force_major_gc_count: a class that, short of room after a minor GC, asks for
+  # the next GC to be a major counts the ask, as in the default GC. The build-up's end above is
+  # such an ask, by the class of the dropped arrays; the major that follows (at the next
+  # allocation that needs room) asks nothing, so that class counts exactly one.
+  def test_a_class_that_asks_for_a_major_gc_counts_it
+    omit "Mosaic's pacing" unless mosaic?
+    omit "reads Mosaic's pacing; the stress gate forces GCs" if ENV["MOSAIC_STRESS_MINOR"]
+    assert_gc_script(<<~'RUBY')
+      built = Array.new(300_000) { [] }
+      3.times { GC.start }
+      top = Array.new(30_000) { |i| [built[i]] }
+      GC.start(full_mark: false)
+      built = top = nil
+      other = Array.new(10_000) { [] }
+      before = GC.stat_heap.transform_values { |h| h[:force_major_gc_count] }
+      majors = GC.stat(:major_gc_count)
+      GC.start(full_mark: false)                             # the class of the arrays asks here
+      garbage = []
+      garbage = [] until GC.stat(:major_gc_count) > majors
+      assert_equal :nofree, GC.latest_gc_info(:major_by), "the major GC was not asked by a class"
+      after = GC.stat_heap.transform_values { |h| h[:force_major_gc_count] }
+      assert_equal before[0] + 1, after[0],
+                   "the #{GC.stat_heap(0, :slot_size)}-byte class of the dropped arrays did not count its one ask"
+      [other.size, garbage.size]
+    RUBY
+  end
+
   # Empty pages go to the pool; pages idle there for a whole cycle go back to the OS. The live
   # set is large enough that its class keeps the burst's pages (they are within
   # live / (1 - free_slots_max_ratio), so the sweep pools them rather than freeing them).

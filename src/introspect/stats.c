@@ -272,7 +272,7 @@ stat_one_heap(mosaic_objspace_t *objspace, int i, VALUE hash, VALUE key)
     FIGURE(heap_eden_pages, heap->page_count);
     FIGURE(heap_eden_slots, heap->total_slots);
     FIGURE(total_allocated_pages, heap->total_allocated_pages);
-    FIGURE(force_major_gc_count, 0);
+    FIGURE(force_major_gc_count, heap->force_major_gc_count);
     FIGURE(force_incremental_marking_finish_count, heap->force_incremental_finishes);
     FIGURE(total_allocated_objects, mosaic_heap_total_allocated(objspace, i));
     FIGURE(total_freed_objects, heap->total_freed_objects);

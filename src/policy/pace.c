@@ -446,6 +446,7 @@ mosaic_pace_after_mark(mosaic_objspace_t *objspace)
                  * GC that would free nothing in it (it asked every fourth GC in gcbench). */
                 if (over_target || mosaic_pm_churning(heap->total_slots, heap->used_slots_at_gc, live, heap->allocated_in_cycle)) {
                     objspace->gen.need_major |= MOSAIC_REASON_MAJOR_NOFREE;
+                    heap->force_major_gc_count++;   /* GC.stat_heap: the class asked for it */
                 }
                 continue;
             }

@@ -99,6 +99,7 @@ struct mosaic_heap {
     size_t page_capa;
     size_t sweep_index;              /* pages[sweep_index..] are not swept yet */
     size_t force_incremental_finishes; /* incremental marks this class's allocation had to finish */
+    size_t force_major_gc_count;     /* minor GCs after which this class, short of room, asked for a major */
     /* Swept pages held back for the next major GC to allocate from while it marks in steps
      * (sweep.c; linked through free_next), and how many free slots they hold / should hold. */
     struct mosaic_page *reserve;
