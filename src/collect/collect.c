@@ -175,8 +175,8 @@ mosaic_collect_finish_cycle(mosaic_objspace_t *objspace, unsigned int reason, bo
 {
     bool measure = objspace->measure_time;
 
-    /* 5. Pace: the room scale first, which the fragmentation policy's measure and the pacing
-     *    both apply to the free-slot ratios; then the fragmentation policy (compact.c):
+    /* 5. Pace: the mark's totals and the room scale first, which the fragmentation policy's
+     *    measure and the pacing both apply to the free-slot ratios; then the fragmentation policy (compact.c):
      *    compact the classes a packing would free pages of, with a move budget derived from
      *    this mark's time; then the budgets. */
     mosaic_pace_measure_mark(objspace);

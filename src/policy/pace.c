@@ -145,9 +145,10 @@ pace_max_ratio(const mosaic_objspace_t *objspace)
 }
 
 /* Right after marking, one pass over the classes: the slot bytes the mark found live (marked +
- * zombies), which the room scale and the budgets use, and the build-up rule's step from the
- * bytes allocated since the GC before and those found dead. Then a class short of room after
- * this minor GC asks for a major GC at once, rather than after MOSAIC_OLD_AGE GCs since the
+ * zombies), which the room scale and the budgets use, and the build-up rule's step
+ * (mosaic_pm_survival_step) from the bytes allocated since the GC before and those found dead.
+ * When this GC follows a build-up's end, mosaic_pace_after_mark lets a class short of room after
+ * this minor GC ask for a major GC at once, rather than after MOSAIC_OLD_AGE GCs since the
  * latest major: the structure the build-up made is old, and may be dead (binary-trees' stretch
  * tree: with the wait, two minor GCs grew the heap by 14 MiB while 40 MiB of it lay dead, or
  * not, by where the latest major fell). */

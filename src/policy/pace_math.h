@@ -480,10 +480,11 @@ mosaic_pm_build_up_ended(double survival_before, double survival)
     return survival_before >= 0.875 && survival <= 0.5;
 }
 
-/* Slot bytes a GC must have seen allocated since the GC before for its survival to count: one
- * page's worth. A GC after too little allocation (a second GC.start in a row) measures nothing,
- * and would otherwise read as a build-up that kept everything. */
-#define MOSAIC_PM_SURVIVAL_MIN_BYTES MOSAIC_PAGE_SIZE
+/* Slot bytes a GC must have seen allocated since the GC before for its survival to count: 16
+ * KiB, a few hundred objects. A GC after less (a second GC.start in a row) measures nothing,
+ * and would otherwise read as a build-up that kept everything. (Below the ~40 KiB the stress
+ * gate's GC every 1000 allocations sees, so the rule runs there too.) */
+#define MOSAIC_PM_SURVIVAL_MIN_BYTES (16 * 1024)
 
 /* One GC's step of the build-up rule: whether it follows a build-up's end, given the survival
  * recorded before it (*survival, updated to this GC's). A GC that allocated too little to

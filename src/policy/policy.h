@@ -56,8 +56,9 @@ struct mosaic_pacer {
     unsigned int cycle_gcs;                   /* GCs since the scale was set */
     size_t major_live_bytes;                  /* slot bytes live at the latest major that set it */
     size_t room_pages;                        /* pages in use when the scale was last set */
-    /* Of the slot bytes allocated between the two GCs before this one, the share the later one
-     * found alive (1.0 before any GC): a build-up keeps nearly all (pace.c, build_up_ended). */
+    /* Of the slot bytes allocated before the latest GC that measured it (one that saw at least
+     * MOSAIC_PM_SURVIVAL_MIN_BYTES allocated since the GC before it), the share that GC found
+     * alive (1.0 before any GC): a build-up keeps nearly all (pace.c, mark_totals). */
     double survival;
     bool build_up_ended;             /* this GC follows a build-up's end (pace.c, mark_totals) */
 };
