@@ -122,6 +122,30 @@ class TestMosaicGenerations < Test::Unit::TestCase
     RUBY
   end
 
+  # The old-object limit counts what a major found live, not only what was old: a structure
+  # still young at a major, then promoted, stays within it (old + (factor - 1) * live). With
+  # old * factor, its promotion asked for an :oldgen major that found it all live (fluentd's
+  # split array, every second major).
+  def test_promoting_what_a_major_found_live_asks_for_no_major
+    omit "Mosaic's generations" unless mosaic?
+    omit "reads Mosaic's pacing; the stress gate forces GCs" if ENV["MOSAIC_STRESS_MINOR"]
+    assert_gc_script(<<~'RUBY')
+      base = Array.new(50_000) { [] }
+      3.times { GC.start }                       # base is old
+      GC.disable
+      round = Array.new(300_000) { [] }          # all young at the next major
+      GC.enable
+      GC.start
+      old0 = GC.stat(:old_objects)
+      majors = GC.stat(:major_gc_count)
+      4.times { GC.start(full_mark: false) }     # round ages to old in these minors
+      assert_operator GC.stat(:old_objects), :>, old0 + 250_000, "the structure was not promoted"
+      assert_nil GC.latest_gc_info(:need_major_by), "its promotion asked for a major GC"
+      assert_equal majors, GC.stat(:major_gc_count), GC.latest_gc_info.inspect
+      [base.size, round.size]
+    RUBY
+  end
+
   # Process.warmup makes every survivor old; the old-object limit must follow, or the first GC
   # after it (in each forked child of a preforking server) is a major for :oldgen.
   def test_warmup_does_not_make_the_next_gc_major

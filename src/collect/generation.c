@@ -201,7 +201,7 @@ mosaic_promote_all(mosaic_objspace_t *objspace)
         }
     }
     mosaic_generation_count(objspace);
-    mosaic_pace_old_limits(objspace);
+    mosaic_pace_old_limits(objspace, objspace->gen.old_objects);   /* every survivor is old */
 }
 
 /* A forked child (rb_gc_impl_after_fork): what it inherited is taken as long-lived, as

@@ -71,8 +71,8 @@
  * heap_target_bytes = (pages in use + pages the budgets allow) * MOSAIC_PAGE_SIZE: the page
  * memory the heap may reach before the next GC (GC.stat :mosaic_heap_target_bytes).
  *
- * Generations: after a major GC, old_objects_limit = old_objects * oldobject_limit_factor (2.0)
- * and the limit for old wb-unprotected objects (traced by every minor GC) is
+ * Generations: after a major GC, old_objects_limit = old + (oldobject_limit_factor (2.0) - 1) *
+ * live, the old objects and the objects the major marked (mosaic_pm_old_objects_limit), and the limit for old wb-unprotected objects (traced by every minor GC) is
  * max(their count * factor, old_objects * wb_unprotected_limit_ratio (0.01)). Any GC that
  * leaves more old objects than a limit asks for a major GC next (major_by :oldgen / :shady).
  *
@@ -330,14 +330,15 @@ mosaic_pace_after_fork(mosaic_objspace_t *objspace)
     mosaic_memory_measure_overhead(objspace);
 }
 
-/* The old-object limits, from the old objects counted now: after a major GC, and after
- * Process.warmup has made every survivor old (else the first GC after it, in each forked
- * child, would be a major for :oldgen). */
+/* The old-object limits, from the old objects counted now and the `live` objects: after a major
+ * GC (what it marked), and after Process.warmup or a fork has made every survivor old (else the
+ * first GC after it, in each forked child, would be a major for :oldgen). */
 void
-mosaic_pace_old_limits(mosaic_objspace_t *objspace)
+mosaic_pace_old_limits(mosaic_objspace_t *objspace, size_t live)
 {
     const struct mosaic_params *params = &objspace->params;
-    objspace->gen.old_objects_limit = mosaic_scale(objspace->gen.old_objects, params->oldobject_limit_factor);
+    objspace->gen.old_objects_limit = mosaic_pm_old_objects_limit(objspace->gen.old_objects, live,
+                                                                  params->oldobject_limit_factor);
     objspace->gen.old_wb_unprotected_limit =
         mosaic_pm_wb_unprotected_limit(objspace->gen.old_objects, objspace->gen.old_wb_unprotected_objects,
                                        params->oldobject_limit_factor, params->wb_unprotected_limit_ratio);
@@ -348,7 +349,7 @@ pace_generations(mosaic_objspace_t *objspace)
 {
     if (!objspace->params.generational) return;
 
-    if (objspace->full_mark) mosaic_pace_old_limits(objspace);
+    if (objspace->full_mark) mosaic_pace_old_limits(objspace, objspace->stats.marked_slots);
     /* Checked after every GC, majors included: a factor below 1 makes every GC a major GC. */
     if (objspace->gen.old_objects > objspace->gen.old_objects_limit) {
         objspace->gen.need_major |= MOSAIC_REASON_MAJOR_OLDGEN;

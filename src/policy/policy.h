@@ -101,7 +101,7 @@ void mosaic_pace_init(mosaic_objspace_t *objspace);
 void mosaic_pace_measure_mark(mosaic_objspace_t *objspace);
 void mosaic_pace_after_mark(mosaic_objspace_t *objspace);
 void mosaic_pace_after_sweep(mosaic_objspace_t *objspace);
-void mosaic_pace_old_limits(mosaic_objspace_t *objspace);
+void mosaic_pace_old_limits(mosaic_objspace_t *objspace, size_t live);
 void mosaic_pace_gc_time(mosaic_objspace_t *objspace, uint64_t start_ns, uint64_t end_ns);
 void mosaic_pace_malloc_limit(mosaic_objspace_t *objspace);
 size_t mosaic_pace_counted_bytes(mosaic_objspace_t *objspace);

@@ -377,6 +377,28 @@ test_old_object_limits(void)
     CHECK_EQ(mosaic_pm_wb_unprotected_limit(SMAX, 1, 2.0, 1.0), SMAX);
     CHECK_EQ(mosaic_pm_wb_unprotected_limit(1, SMAX, 1e300, 0.01), SMAX);       /* a huge factor saturates */
     CHECK_EQ(mosaic_pm_wb_unprotected_limit(100, 100, NAN, NAN), 0);
+
+    /* Old objects: old + (factor - 1) * live. Where all that is live is old, the default GC's
+     * old * factor, at every factor. */
+    CHECK_EQ(mosaic_pm_old_objects_limit(100000, 100000, 2.0), 200000);
+    CHECK_EQ(mosaic_pm_old_objects_limit(100000, 100000, 1.0), 100000);
+    CHECK_EQ(mosaic_pm_old_objects_limit(100000, 100000, 0.4), 40000);
+    CHECK_EQ(mosaic_pm_old_objects_limit(100000, 100000, 0.0), 0);
+    /* A major that found a large structure still young: room for its promotion (fluentd's
+     * shape: 104k old of 954k live, then 854k old two GCs later). */
+    CHECK_EQ(mosaic_pm_old_objects_limit(104000, 954000, 2.0), 1058000);
+    CHECK(mosaic_pm_old_objects_limit(104000, 954000, 2.0) > 854000);
+    CHECK(mosaic_pm_old_objects_limit(104000, 954000, 2.0) > mosaic_scale(104000, 2.0));
+    /* Below 1, promotions ask for a major GC still; at 0 every GC is one. */
+    CHECK_EQ(mosaic_pm_old_objects_limit(50000, 100000, 0.5), 0);
+    CHECK_EQ(mosaic_pm_old_objects_limit(80000, 100000, 0.5), 30000);
+    CHECK_EQ(mosaic_pm_old_objects_limit(80000, 100000, 0.0), 0);
+    /* live below old (a count taken apart from the mark): old is live. */
+    CHECK_EQ(mosaic_pm_old_objects_limit(100000, 10, 2.0), 200000);
+    /* Saturates: a huge factor or huge counts never wrap. */
+    CHECK_EQ(mosaic_pm_old_objects_limit(1, 1000, 1e300), SMAX);
+    CHECK_EQ(mosaic_pm_old_objects_limit(SMAX, SMAX, 2.0), SMAX);
+    CHECK_EQ(mosaic_pm_old_objects_limit(0, 0, 2.0), 0);
 }
 
 static void
