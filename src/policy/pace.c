@@ -72,7 +72,8 @@
  * memory the heap may reach before the next GC (GC.stat :mosaic_heap_target_bytes).
  *
  * Generations: after a major GC, old_objects_limit = old + (oldobject_limit_factor (2.0) - 1) *
- * live, the old objects and the objects the major marked (mosaic_pm_old_objects_limit), and the limit for old wb-unprotected objects (traced by every minor GC) is
+ * live, the old objects and the objects the major marked (mosaic_pm_old_objects_limit), and
+ * the limit for old wb-unprotected objects (traced by every minor GC) is
  * max(their count * factor, old_objects * wb_unprotected_limit_ratio (0.01)). Any GC that
  * leaves more old objects than a limit asks for a major GC next (major_by :oldgen / :shady).
  *
