@@ -93,6 +93,15 @@ crash_lines() {
   grep -nE '\[BUG\]|A test worker crashed|Retrying hung up testcases|Some worker was crashed|Segmentation fault' "$log" | head -20 || true
 }
 
+# The first "[BUG]" report of the log: its first line and its C backtrace (at most 30 frames,
+# paths shortened to the file name).
+crash_report() {
+  awk '/\[BUG\]/ && !seen { seen = 1; print; next }
+       seen && /^-- C level backtrace information/ { bt = 1; print; next }
+       bt && (/^-- / || /^$/ || ++n > 30) { exit }
+       bt { print }' "$log" | sed -E 's#(^| )[^ ]*/([^/ ]+)#\1\2#g'
+}
+
 start=$(date +%s)
 if [ "${MOSAIC_TESTALL_REUSE_LOG:-}" = 1 ] && [ -f "$log" ]; then
   rc=reused  # re-judge the last run's log without running the suite again
@@ -132,7 +141,12 @@ grep -q "+GC\[$gc\]" "$log" || gate_result FAIL "did not run on +GC[$gc] (log $l
 [ -n "$sum" ] || gate_result FAIL "no summary, exit status $rc (log $log): $(tail -3 "$log" | tr '\n' ' ')"
 ntests=$(awk '{print $1}' <<<"$sum")
 [ "$ntests" -ge "$min_tests" ] || gate_result FAIL "$sum; only $ntests tests ran, expected >= $min_tests (log $log)"
-[ -z "$crashes" ] || gate_result FAIL "$sum; crash or hang: $(echo "$crashes" | head -3 | tr '\n' ' ') (log $log)"
+if [ -n "$crashes" ]; then
+  # CI keeps only this script's output: show the first crash's C backtrace, so that a crash
+  # seen once can be read without the log.
+  crash_report | sed 's/^/  /'
+  gate_result FAIL "$sum; crash or hang: $(echo "$crashes" | head -3 | tr '\n' ' ') (log $log)"
+fi
 extra=$(comm -23 <(printf '%s\n' "$final" "$first" | grep . | sort -u || true) <(echo "$known"))
 missing=$(comm -13 <(echo "$final" | grep . | sort -u || true) <(echo "$known") | wc -l)
 note=""; [ "$missing" -gt 0 ] && note="; $missing listed failure(s) did not occur"
