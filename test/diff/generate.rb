@@ -54,7 +54,8 @@ module DiffGen
       check: 5, check_gone: 2, old_map_young: 6, ractor_fork: 2,
       compact: 4, auto_compact: 2, held: 4, walk_compact: 1, warmup: 1, alloc_trace: 1, fin_compact: 1,
       resize_move: 1,
-      bulk: 4, inc_mark: 3, thread_mix: 2, fiber_mix: 2, fork_sweep: 2, ractor_bulk: 2
+      bulk: 4, inc_mark: 3, thread_mix: 2, fiber_mix: 2, fork_sweep: 2, ractor_bulk: 2,
+      sched_stress: 1
     }.freeze
     TOTAL = WEIGHTS.values.sum
     FIN_STEPS = %i[fin fin_undef fin_shrink fin_slot fin_compact].freeze
@@ -198,6 +199,7 @@ module DiffGen
 
     def thread_mix = call(:thread_mix, bool ? slot : nil, 2 + @r.rand(3), pick([20, 40, 80]), sd)
     def fiber_mix = call(:fiber_mix, bool ? slot : nil, 2 + @r.rand(4), pick([40, 100, 250]), sd)
+    def sched_stress = call(:sched_stress, 1 + @r.rand(3), pick([2, 5, 10]), pick([true, true, 1, 2, 4]), sd)
 
     # fork right after a GC that leaves a lazy sweep (Mosaic's background sweeper runs).
     def fork_sweep = call(:fork_check, sd, true)

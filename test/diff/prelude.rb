@@ -88,6 +88,64 @@ end
 class DTCounted
   def initialize(i) = (@i = i)
 end
+# The smallest fiber scheduler sched_stress needs: fibers wait for readable IOs (io_wait),
+# sleep or block on a Mutex or Queue (kernel_sleep, block, unblock); closing the scheduler at
+# the end of its thread runs them all to completion.
+class DTScheduler
+  def initialize
+    @root = Fiber.current
+    @readable = {}
+    @ready = []
+    @lock = Thread::Mutex.new
+    @urgent = IO.pipe
+  end
+
+  def fiber(&block)
+    f = Fiber.new(blocking: false, &block)
+    f.transfer
+    f
+  end
+
+  def io_wait(io, events, _timeout)
+    @readable[io] = Fiber.current
+    @root.transfer
+    events
+  ensure
+    @readable.delete(io)
+  end
+
+  def kernel_sleep(_duration = nil)
+    @lock.synchronize { @ready << Fiber.current }
+    @root.transfer
+    true
+  end
+
+  def block(_blocker, _timeout = nil)
+    @root.transfer
+  end
+
+  def unblock(_blocker, fiber)
+    @lock.synchronize { @ready << fiber }
+    @urgent.last.write_nonblock(".")
+  end
+
+  def scheduler_close
+    until @readable.empty? && @ready.empty?
+      ready = @lock.synchronize { r = @ready; @ready = []; r }
+      ready.each { |f| f.transfer if f.alive? }
+      next if @readable.empty?
+      rs, = IO.select(@readable.keys + [@urgent.first], nil, nil, 1)
+      rs&.each do |io|
+        if io == @urgent.first then io.read_nonblock(64, exception: false)
+        elsif (f = @readable.delete(io)) then f.transfer
+        end
+      end
+    end
+  ensure
+    @urgent.each(&:close)
+  end
+end
+
 DTPoint = Struct.new(:x, :y, :z)
 DTData = Data.define(:a, :b)
 # A Struct wide enough to need a 320-byte slot (bulk containers).
@@ -1497,6 +1555,47 @@ module S
     err "fiber_mix: #{bad} times a fiber's locals changed" if bad > 0
     out "fiber_mix: #{B.dig(ds)} #{B.dig(old)}"
     put(slot, :bulk, old) if slot
+  end
+
+  # GC.stress turned on inside a scheduled fiber of another thread, as in CRuby's
+  # test_iseq_compile_under_gc_stress_bug_21180: the first fiber turns it on and blocks, in C,
+  # reading /dev/null through the scheduler (compile_file); the others build structures under
+  # stress and wait on pipes; the thread's block ends, and closing its scheduler resumes them
+  # all, while the main thread waits in Thread#value. Each fiber checks its structure.
+  def self.sched_stress(n, size, mode, seed)
+    res = Thread.new do
+      Fiber.set_scheduler(DTScheduler.new)
+      pipes = Array.new(n) { IO.pipe }
+      got = Array.new(n)
+      n.times do |i|
+        Fiber.schedule do
+          r = Random.new(seed + i)
+          o = B.build(r, size)
+          d = B.dig(o)
+          if i == 0
+            GC.stress = mode
+            begin
+              RubyVM::InstructionSequence.compile_file(File::NULL)
+              data = pipes[i][0].read
+            ensure
+              GC.stress = false
+            end
+          else
+            data = pipes[i][0].read
+          end
+          got[i] = [data, B.dig(o) == d, d]
+        end
+      end
+      Fiber.schedule do
+        sleep 0
+        pipes.each_with_index { |(_r, w), i| w.write("p#{i}"); w.close }
+      end
+      got
+    end.value
+    pipes_ok = res.each_with_index.all? { |(data, _, _), i| data == "p#{i}" }
+    err "sched_stress: a fiber read the wrong bytes" unless pipes_ok
+    err "sched_stress: a fiber's structure changed" unless res.all? { |_, ok, _| ok }
+    out "sched_stress: #{res.map(&:last).join(' ')}"
   end
 
   # A Ractor makes a bundle old and writes into it in bulk while incremental majors of its own
