@@ -10,7 +10,8 @@
  * Invariants:
  *  - during_gc is true exactly between enter and leave; entering twice is a bug (rb_bug),
  *    never a silent corruption.
- *  - Only a Ruby thread (holding the GVL) collects (mosaic_gc_allowed_here).
+ *  - Only a Ruby thread collects (mosaic_gc_allowed_here); allocation and GC.start hold the GVL,
+ *    and a collection from inside malloc checks that it does (malloc.c, can_collect_here).
  */
 #include "core/mosaic.h"
 
@@ -57,6 +58,7 @@ mosaic_gc_exit(mosaic_objspace_t *objspace, unsigned int *lock_lev)
 bool
 mosaic_gc_allowed_here(void)
 {
-    /* Only a Ruby thread holding the GVL may collect. */
+    /* A thread Ruby knows. Not whether it holds the GVL: its callers do (allocation and
+     * GC.start run with it; malloc.c's can_collect_here asks ruby_thread_has_gvl_p). */
     return ruby_native_thread_p();
 }
