@@ -1572,16 +1572,15 @@ module S
           r = Random.new(seed + i)
           o = B.build(r, size)
           d = B.dig(o)
-          if i == 0
-            GC.stress = mode
-            begin
+          begin
+            if i == 0
+              GC.stress = mode
               RubyVM::InstructionSequence.compile_file(File::NULL)
-              data = pipes[i][0].read
-            ensure
-              GC.stress = false
             end
-          else
             data = pipes[i][0].read
+          ensure
+            GC.stress = false if i == 0
+            pipes[i][0].close
           end
           got[i] = [data, B.dig(o) == d, d]
         end
