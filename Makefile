@@ -229,6 +229,7 @@ TEST_C_BINS := $(patsubst test/c/%.c,$(TEST_C_DIR)/%,$(wildcard test/c/test_*.c)
 TEST_C_SAN := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 TEST_C_CFLAGS := -std=gnu11 $(WARN) -Werror -O1 -g $(TEST_C_SAN)
 TEST_C_LINK_test_weak_index := collect/weak_index
+TEST_C_LINK_test_cpus := core/cpus
 
 .PHONY: test-c
 test-c: $(TEST_C_BINS) $(LIB)

@@ -136,4 +136,43 @@ class TestMosaicParallelMark < Test::Unit::TestCase
     assert_match(/invalid value for MOSAIC_GC_THREADS: many/, err)
     assert_equal "true\n", out
   end
+
+  # The default thread count follows the CPUs the process may run on (src/core/cpus.c): pinned
+  # to one CPU with taskset, a process starts no marking thread beside the Ruby thread, so it
+  # never marks in parallel; MOSAIC_GC_THREADS still overrides it. The background sweeper stays
+  # on with one thread (it does the sweeping the Ruby thread would do lazily). (The cgroup CPU
+  # quota, the other bound, is covered by test/c/test_cpus.c's made-up trees.)
+  def test_gc_threads_follow_the_cpus_the_process_may_use
+    omit "Mosaic's parallel marker" unless mosaic?
+    taskset = ENV.fetch("PATH", "").split(File::PATH_SEPARATOR).map { |d| File.join(d, "taskset") }
+                 .find { |f| File.executable?(f) }
+    omit "taskset (util-linux) is not installed" unless taskset
+    script = <<~'RUBY'
+      require "etc"
+      a = Array.new(100_000) { |i| [i] }
+      3.times { GC.start }
+      names = Dir["/proc/self/task/*/comm"].map { |f| File.read(f).strip rescue nil }
+      puts [Etc.nprocessors, GC.stat(:mosaic_gc_threads), GC.stat(:mosaic_parallel_marks),
+            names.count("mosaic-mark"), GC.stat(:mosaic_background_swept_pages) > 0 ? 1 : 0, a.size].join(",")
+    RUBY
+    run = lambda do |env, pin|
+      cmd = pin ? [taskset, "-c", pin, EnvUtil.rubybin] : [EnvUtil.rubybin]
+      out = IO.popen([{ "RUBY_GC_LIBRARY" => LIB_NAME, "MOSAIC_PARALLEL_MARK_MIN" => "0",
+                        "MOSAIC_BACKGROUND_SWEEP_MIN_PAGES" => "0" }.merge(env),
+                      *cmd, "-e", script], err: [:child, :out], &:read)
+      assert_predicate $?, :success?, out
+      out.split(",").map(&:to_i)
+    end
+    cpu = File.read("/proc/self/status")[/^Cpus_allowed_list:\s*(\d+)/, 1] || "0"
+    assert_equal [1, 1, 0, 0, 1, 100_000], run.({}, cpu),
+                 "pinned to one CPU: [CPUs, GC threads, parallel marks, marking threads, swept in the background, size]"
+    _, threads, parallel_marks, markers, _, size = run.({ "MOSAIC_GC_THREADS" => "2" }, cpu)
+    assert_equal [2, 1, 100_000], [threads, markers, size], "MOSAIC_GC_THREADS=2 on one CPU"
+    assert_operator parallel_marks, :>=, 3
+    nprocs, threads, = run.({}, nil)
+    assert_operator threads, :<=, [nprocs, 8].min
+    assert_operator threads, :>=, 1
+    _, threads, _, _, background, = run.({ "MOSAIC_GC_THREADS" => "1" }, nil)
+    assert_equal [1, 1], [threads, background], "one GC thread: the background sweeper still sweeps"
+  end
 end

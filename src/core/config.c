@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "core/mosaic.h"
+#include "core/cpus.h"
 
 /* Benchmark variants may build with other thread defaults (docs/decisions/0008-background-sweeper.md, "Measured
  * against the mutator"): -DMOSAIC_GC_THREADS_DEFAULT=1, -DMOSAIC_BACKGROUND_SWEEP_DEFAULT=0. */
@@ -77,12 +78,13 @@ mosaic_params_defaults(struct mosaic_params *params)
     params->oldmalloc_limit_max = MIB(128);
     params->allow_full_mark = true;
     params->auto_compact_policy = MOSAIC_AUTO_COMPACT_DEFAULT;
-    /* Every core marks, up to 8 (a marker per core; past a few, the hand-offs cost more than
-     * they bring on the heaps measured). */
-    long cores = sysconf(_SC_NPROCESSORS_ONLN);
-    params->gc_threads = cores < 1 ? 1 : cores > 8 ? 8 : (unsigned int)cores;
+    /* Every CPU the process may use marks, up to 8 (a marker per CPU; past a few, the
+     * hand-offs cost more than they bring on the heaps measured). Which CPUs it may use: its
+     * affinity and its cgroups' CPU quota bound those online (cpus.c). */
+    unsigned int cpus = mosaic_usable_cpus();
+    params->gc_threads = cpus > 8 ? 8 : cpus;
     if (MOSAIC_GC_THREADS_DEFAULT > 0) params->gc_threads = MOSAIC_GC_THREADS_DEFAULT;
-    params->background_sweep = MOSAIC_BACKGROUND_SWEEP_DEFAULT && params->gc_threads > 1;
+    params->background_sweep = MOSAIC_BACKGROUND_SWEEP_DEFAULT;
     /* MOSAIC_INCREMENTAL is on: measured, pauses down, memory a little up (docs/decisions/0009-incremental-marking.md). */
 }
 
@@ -279,8 +281,10 @@ read_gc_threads(const char *name, struct mosaic_params *params)
 static void
 read_background_sweep(const char *name, struct mosaic_params *params)
 {
-    /* On when there is a core for it (the GC threads' count says how many the GC may use). */
-    params->background_sweep = MOSAIC_BACKGROUND_SWEEP_DEFAULT && params->gc_threads > 1;
+    /* On by default, with one CPU too: the thread does the sweeping the Ruby thread would do
+     * lazily (no more of it), and frees the garbage's buffers right after the GC rather than
+     * as allocation reaches their pages (docs/DESIGN.md, "Background sweeping"). */
+    params->background_sweep = MOSAIC_BACKGROUND_SWEEP_DEFAULT;
     size_t background_sweep = params->background_sweep;
     if (env_size(name, &background_sweep, 0)) params->background_sweep = background_sweep != 0;
 #if MOSAIC_SIZE_HISTOGRAM

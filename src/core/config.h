@@ -45,7 +45,7 @@ struct mosaic_params {
     unsigned int gc_threads;         /* MOSAIC_GC_THREADS: threads that mark, the collector's included */
     size_t parallel_mark_min;        /* MOSAIC_PARALLEL_MARK_MIN: slots in use below which marking stays on one thread */
     bool incremental;                /* MOSAIC_INCREMENTAL=0 turns off marking in steps for pacer-started majors (DESIGN.md, "Incremental marking") */
-    bool background_sweep;           /* MOSAIC_BACKGROUND_SWEEP=0 turns off the background sweeper (bg_sweep.c; on with 2+ GC threads) */
+    bool background_sweep;           /* MOSAIC_BACKGROUND_SWEEP=0 turns off the background sweeper (bg_sweep.c; on by default) */
     size_t background_sweep_min_pages; /* MOSAIC_BACKGROUND_SWEEP_MIN_PAGES: a sweep of fewer pages stays on the Ruby thread */
     size_t incremental_min;          /* MOSAIC_INCREMENTAL_MIN: live slots below which a major marks at once */
     double incremental_ratio;        /* MOSAIC_INCREMENTAL_RATIO: a major marks in steps only if marking it at once would
