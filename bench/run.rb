@@ -72,6 +72,8 @@ BENCHMARKS = [
                 about: "~1M-node long-lived tree + steady young garbage, 1% stored into the tree"),
   Benchmark.new(name: "string-malloc-pressure", script: "string_malloc_pressure.rb",
                 about: "1-8 KB malloc'd strings in rounds, 1 in 4 kept until the next round ends (s)"),
+  Benchmark.new(name: "small-heap-malloc", script: "small_heap_malloc.rb",
+                about: "4-64 KB malloc'd strings through a heap too small for the background sweeper (s)"),
   Benchmark.new(name: "splay", script: "splay.rb",
                 about: "Octane-style splay tree, 20k nodes with payloads replaced (s, batch max/p99 ms)"),
   Benchmark.new(name: "longlived-tree-churn", script: "longlived_tree_churn.rb",

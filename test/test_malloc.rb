@@ -36,6 +36,37 @@ class TestMosaicMalloc < Test::Unit::TestCase
     RUBY
   end
 
+  # Regression: the frees of a lazy sweep (a heap below MOSAIC_BACKGROUND_SWEEP_MIN_PAGES, or
+  # the sweeper off) were netted against malloc_increase, so the garbage of the cycle before,
+  # swept while the program malloc'd the next, hid the new mallocs: a GC came after about three
+  # limits of malloc instead of one, and each held that much garbage (peak RSS 1.47 of the
+  # default GC's on such a loop). A sweep's frees now leave the increase alone. The count of GCs
+  # for a given volume of malloc depends on the accounting only, not on timing: the sweeper is
+  # off, so the lazy sweep advances with allocation.
+  def test_swept_garbage_does_not_hide_new_malloc
+    omit "Mosaic's malloc accounting" unless mosaic?
+    env = { "RUBY_GC_MALLOC_LIMIT_MAX" => "33554432", "MOSAIC_BACKGROUND_SWEEP" => "0" }
+    assert_gc_script(<<~'RUBY', env: env, args: ["-W0"])
+      GC.start
+      c = GC.count
+      keep = []
+      total = 0
+      rng = Random.new(1)
+      300_000.times do |i|
+        cap = 4096 + rng.rand(60_000)
+        s = String.new(capacity: cap)
+        total += cap
+        keep << s if i % 100 == 0
+        keep.shift if keep.size > 50
+      end
+      gcs = GC.count - c
+      # At most one malloc limit (32 MiB) between GCs would be total / 32 MiB, 300 here; the
+      # netted count was 136, one GC per 75 MB.
+      assert_operator gcs, :>=, total / (48 << 20), "GCs for #{total >> 20} MiB of malloc"
+      assert_equal 50, keep.size
+    RUBY
+  end
+
   # A failed malloc is retried after a full GC, major_by :force, as in the default GC: old
   # garbage may hold the big buffers. (Review bug 3: it used to be a minor GC.)
   def test_failed_malloc_retries_after_a_major_gc

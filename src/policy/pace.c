@@ -78,7 +78,8 @@
  * leaves more old objects than a limit asks for a major GC next (major_by :oldgen / :shady).
  *
  * Malloc, as in the default GC (sizes are malloc_usable_size, malloc.c):
- *   malloc_increase counts bytes malloc'd since the last GC minus bytes freed; crossing
+ *   malloc_increase counts bytes malloc'd since the last GC minus bytes freed other than by
+ *   a sweep (malloc.c: a sweep frees the last cycle's garbage, not this one's); crossing
  *   malloc_limit triggers a GC. At each GC the limit becomes increase * growth_factor (1.4)
  *   if crossed, else decays by 2%, within [malloc_limit_min, malloc_limit_max]. Malloc also
  *   counts in the slots' budget: a GC runs from malloc too when fresh pages plus the malloc
