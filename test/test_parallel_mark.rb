@@ -1,4 +1,5 @@
 require_relative "helper"
+require "open3"
 
 # Parallel marking (src/threads/mark_workers.c, DESIGN.md "Parallel marking"): with
 # MOSAIC_PARALLEL_MARK_MIN=0 every collection marks on MOSAIC_GC_THREADS threads, so these
@@ -153,27 +154,29 @@ class TestMosaicParallelMark < Test::Unit::TestCase
       3.times { GC.start }
       names = Dir["/proc/self/task/*/comm"].map { |f| File.read(f).strip rescue nil }
       puts [Etc.nprocessors, GC.stat(:mosaic_gc_threads), GC.stat(:mosaic_parallel_marks),
-            names.count("mosaic-mark"), GC.stat(:mosaic_background_swept_pages) > 0 ? 1 : 0, a.size].join(",")
+            names.count("mosaic-mark"), names.count("mosaic-sweep"), a.size].join(",")
     RUBY
     run = lambda do |env, pin|
       cmd = pin ? [taskset, "-c", pin, EnvUtil.rubybin] : [EnvUtil.rubybin]
       # The default count: no MOSAIC_GC_THREADS from the gate that runs this test.
-      out = IO.popen([{ "RUBY_GC_LIBRARY" => LIB_NAME, "MOSAIC_GC_THREADS" => nil, "MOSAIC_BACKGROUND_SWEEP" => nil,
-                        "MOSAIC_PARALLEL_MARK_MIN" => "0", "MOSAIC_BACKGROUND_SWEEP_MIN_PAGES" => "0" }.merge(env),
-                      *cmd, "-e", script], err: [:child, :out], &:read)
-      assert_predicate $?, :success?, out
+      out, err, status = Open3.capture3({ "RUBY_GC_LIBRARY" => LIB_NAME, "MOSAIC_GC_THREADS" => nil,
+                                          "MOSAIC_BACKGROUND_SWEEP" => nil, "MOSAIC_PARALLEL_MARK_MIN" => "0",
+                                          "MOSAIC_BACKGROUND_SWEEP_MIN_PAGES" => "0" }.merge(env),
+                                        *cmd, "-e", script)
+      assert_predicate status, :success?, err
+      assert_match(/\A\d+(,\d+){5}\n\z/, out, err)
       out.split(",").map(&:to_i)
     end
     cpu = File.read("/proc/self/status")[/^Cpus_allowed_list:\s*(\d+)/, 1] || "0"
     assert_equal [1, 1, 0, 0, 1, 100_000], run.({}, cpu),
-                 "pinned to one CPU: [CPUs, GC threads, parallel marks, marking threads, swept in the background, size]"
+                 "pinned to one CPU: [CPUs, GC threads, parallel marks, marking threads, sweeping threads, size]"
     _, threads, parallel_marks, markers, _, size = run.({ "MOSAIC_GC_THREADS" => "2" }, cpu)
     assert_equal [2, 1, 100_000], [threads, markers, size], "MOSAIC_GC_THREADS=2 on one CPU"
     assert_operator parallel_marks, :>=, 3
     nprocs, threads, = run.({}, nil)
     assert_operator threads, :<=, [nprocs, 8].min
     assert_operator threads, :>=, 1
-    _, threads, _, _, background, = run.({ "MOSAIC_GC_THREADS" => "1" }, nil)
-    assert_equal [1, 1], [threads, background], "one GC thread: the background sweeper still sweeps"
+    _, threads, _, _, sweepers, = run.({ "MOSAIC_GC_THREADS" => "1" }, nil)
+    assert_equal [1, 1], [threads, sweepers], "one GC thread: the background sweeper still runs"
   end
 end

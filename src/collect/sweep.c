@@ -369,13 +369,15 @@ mosaic_sweep_prepare(mosaic_objspace_t *objspace)
 
 /* Sweeps every page that is left. Caller is inside the GC (during_gc, VM lock). The
  * background sweeper, if it may run, takes pages too (from its list, while this loop takes
- * them in each class's order): the pause's sweep on two cores. It is idle when this returns
+ * them in each class's order): the pause's sweep on two cores. With one GC thread (one CPU
+ * the process may use) it is not started for that: it would only take turns with this loop,
+ * and the pause would wait for it to be scheduled and stop. It is idle when this returns
  * (marking or compaction may follow). */
 void
 mosaic_sweep_rest(mosaic_objspace_t *objspace)
 {
     if (!objspace->lazy_sweeping) return;
-    if (objspace->heap_walk_depth == 0) mosaic_bg_sweep_start(objspace);
+    if (objspace->heap_walk_depth == 0 && objspace->params.gc_threads > 1) mosaic_bg_sweep_start(objspace);
     for (int i = 0; i < MOSAIC_HEAP_COUNT; i++) {
         struct mosaic_heap *heap = &objspace->heaps[i];
         while (heap->sweep_index < heap->page_count) {

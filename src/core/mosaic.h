@@ -125,7 +125,7 @@ mosaic_gc_threads_allowed(const mosaic_objspace_t *objspace)
 }
 
 /* Memory taken since the latest GC, slots and malloc in one budget: fresh page bytes mapped
- * plus the net malloc increase (policy/pace.c). */
+ * plus the malloc increase, net of frees other than a sweep's (policy/malloc.c). */
 static inline size_t
 mosaic_pace_grown_bytes(mosaic_objspace_t *objspace)
 {

@@ -56,7 +56,8 @@
  *   come, so the share goes as 1 / room). Under a held soft limit it is at most 1. DESIGN.md,
  *   "Pacing", says why, and why only a steady heap gets more.
  * Growth in steps, slots and malloc in one budget: however large the budget, once fresh pages
- *   mapped plus the net malloc increase since the latest GC reach the growth step (1/8 of the
+ *   mapped plus the malloc increase since the latest GC (net of frees but a sweep's) reach the
+ *   growth step (1/8 of the
  *   pages in use or of the latest major's live malloc, whichever is more, at least 4 MiB),
  *   fresh pages wait for a GC (mosaic_pace_grown_enough, below).
  * The floor (RUBY_GC_HEAP_FREE_SLOTS, 4096; the default GC's "prepare at least this amount of
