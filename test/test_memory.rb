@@ -183,6 +183,61 @@ class TestMosaicMemory < Test::Unit::TestCase
     RUBY
   end
 
+  # A pooled page's descriptor follows the class that takes it: 40-byte pages emptied and then
+  # taken by the 640-byte class carry that class's shorter bitmaps, and taken back by the
+  # 40-byte class the longer ones again, with every bit of the objects that live on them (age,
+  # old, remembered, wb-unprotected) kept where it belongs. The heap checker verifies each
+  # page's bitmap layout against its slot count.
+  def test_pooled_pages_change_class_with_their_bitmaps
+    omit "Mosaic's pool" unless mosaic?
+    omit "reads Mosaic's pool; the stress gate forces GCs" if ENV["MOSAIC_STRESS_MINOR"]
+    assert_gc_script(<<~'RUBY')
+      small = ->(n) { Array.new(n) { |i| [i] } }                     # 40-byte slots
+      large = ->(n) { Array.new(n) { |i| "#{i}".ljust(500, "x") } }  # 640-byte slots
+      # Live data in both classes, so that their sweeps pool the pages they empty rather than
+      # return them to the OS (each class keeps live / (1 - free_slots_max_ratio) slots).
+      base = [small.(300_000), large.(15_000)]
+      3.times do |round|
+        keep = small.(150_000)
+        4.times { GC.start }                    # old: age, old and remembered bits set
+        keep.each_with_index { |a, i| a << "young #{i}" if i % 7 == 0 }   # old -> young writes
+        GC.start(full_mark: false)
+        keep = nil
+        GC.start(immediate_sweep: true)
+        pooled = GC.stat(:heap_empty_pages)
+        assert_operator pooled, :>, 40, "round #{round}: the small objects' pages were not pooled"
+        pages640 = GC.stat_heap(4, :heap_eden_pages)
+        big = large.(20_000)
+        assert_operator GC.stat_heap(4, :heap_eden_pages), :>=, pages640 + 40, "round #{round}: no pages for the 640-byte class"
+        assert_operator GC.stat(:heap_empty_pages), :<, pooled, "round #{round}: the 640-byte class took no pooled page"
+        4.times { GC.start }
+        GC.verify_internal_consistency
+        big.each_with_index { |s, i| raise "round #{round}: string #{i} changed" unless s == "#{i}".ljust(500, "x") }
+        big = nil
+        GC.start(immediate_sweep: true)
+        again = small.(150_000)
+        GC.start(full_mark: false)
+        GC.verify_internal_consistency
+        again.each_with_index { |a, i| raise "round #{round}: array #{i} changed" unless a == [i] }
+      end
+      base[0].each_with_index { |a, i| raise "array #{i} changed" unless a == [i] }
+    RUBY
+  end
+
+  # Page descriptors carry bitmaps for the slots their class has: a heap of 640-byte slots
+  # (102 to a page) costs a few hundred bytes of metadata per 64 KiB page, not the 2 KiB a
+  # page of 40-byte slots (1637) needs.
+  def test_page_metadata_follows_the_slot_count
+    omit "MOSAIC_MEMORY_REPORT" unless mosaic?
+    code = 'keep = Array.new(100_000) { |i| "#{i}".ljust(500, "x") }; GC.start; keep.size'
+    _out, err, status = run_with({ "MOSAIC_MEMORY_REPORT" => "1" }, code)
+    assert_predicate status, :success?, err
+    pages = err[/\[mosaic\]   heap_pages +([\d.]+)/, 1].to_f
+    metadata = err[/\[mosaic\]   metadata +([\d.]+)/, 1].to_f
+    assert_operator pages, :>, 60, err
+    assert_operator metadata, :<, pages * 0.015, "metadata #{metadata} MiB for #{pages} MiB of pages"
+  end
+
   # A heap that grew for a burst gives the pages back after the next major GC even if the
   # program goes on allocating (its empty pages beyond what the class should keep are not
   # reused from the pool but returned).

@@ -487,9 +487,10 @@ measure_classes(mosaic_objspace_t *objspace)
         size_t occupied = 0, fixed = 0, used = 0;
         for (size_t j = 0; j < heap->page_count; j++) {
             struct mosaic_page *page = heap->pages[j];
+            size_t words = mosaic_page_bitmap_words(page);
             size_t marked = 0;
             bool pinned = false;
-            for (size_t w = 0; w < MOSAIC_BITMAP_WORDS; w++) {
+            for (size_t w = 0; w < words; w++) {
                 marked += (size_t)__builtin_popcountll(page->mark_bits[w]);
                 pinned |= page->pinned_bits[w] != 0;
             }

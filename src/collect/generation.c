@@ -100,7 +100,8 @@ mosaic_minor_mark_start(mosaic_objspace_t *objspace, void (*push)(mosaic_objspac
         size_t marked = 0;
         for (size_t j = 0; j < heap->page_count; j++) {
             struct mosaic_page *page = heap->pages[j];
-            for (size_t w = 0; w < MOSAIC_BITMAP_WORDS; w++) {
+            size_t words = mosaic_page_bitmap_words(page);
+            for (size_t w = 0; w < words; w++) {
                 /* Written only where they change (MOSAIC_STORE_CHANGED): after Process.warmup
                  * a forked child's minor GC finds most pages' bits as they are to be. */
                 mosaic_bits_t old = page->old_bits[w];
@@ -132,7 +133,8 @@ mosaic_generation_count(mosaic_objspace_t *objspace)
     size_t old = 0, old_unprotected = 0;
     for (size_t p = 0; p < objspace->pages.sorted_count; p++) {
         struct mosaic_page *page = objspace->pages.sorted[p];
-        for (size_t w = 0; w < MOSAIC_BITMAP_WORDS; w++) {
+        size_t words = mosaic_page_bitmap_words(page);
+        for (size_t w = 0; w < words; w++) {
             mosaic_bits_t live_old = page->old_bits[w] & page->mark_bits[w];
             old += __builtin_popcountll(live_old);
             old_unprotected += __builtin_popcountll(live_old & page->wb_unprotected_bits[w]);
@@ -182,6 +184,7 @@ mosaic_promote_all(mosaic_objspace_t *objspace)
     if (!objspace->params.generational) return;
     for (size_t p = 0; p < objspace->pages.sorted_count; p++) {
         struct mosaic_page *page = objspace->pages.sorted[p];
+        size_t words = mosaic_page_bitmap_words(page);
         mosaic_bits_t live[MOSAIC_BITMAP_WORDS] = {0};
         mosaic_bits_t envs[MOSAIC_BITMAP_WORDS] = {0};
         for (size_t i = 0; i < page->total_slots; i++) {
@@ -191,7 +194,7 @@ mosaic_promote_all(mosaic_objspace_t *objspace)
             mosaic_bit_set(live, i);
             if (imemo_env_p(obj)) mosaic_bit_set(envs, i);
         }
-        for (size_t w = 0; w < MOSAIC_BITMAP_WORDS; w++) {
+        for (size_t w = 0; w < words; w++) {
             if (live[w]) {
                 bits_set_if_missing(&page->old_bits[w], live[w]);
                 bits_set_if_missing(&page->age1_bits[w], live[w]);

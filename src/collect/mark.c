@@ -576,9 +576,10 @@ major_mark_start(mosaic_objspace_t *objspace)
         heap->marked_slots = 0;
         for (size_t j = 0; j < heap->page_count; j++) {
             struct mosaic_page *page = heap->pages[j];
+            size_t words = mosaic_page_bitmap_words(page);
             memset(page->mark_bits, 0, MOSAIC_BITMAP_WORDS * sizeof(mosaic_bits_t));
             /* Written only where set: in a forked child, most pages have none. */
-            for (size_t w = 0; w < MOSAIC_BITMAP_WORDS; w++) {
+            for (size_t w = 0; w < words; w++) {
                 MOSAIC_STORE_CHANGED(page->pinned_bits[w], 0);
                 MOSAIC_STORE_CHANGED(page->remembered_bits[w], 0);
             }
@@ -888,7 +889,8 @@ mosaic_marked_wb_unprotected_each(mosaic_objspace_t *objspace, void (*func)(VALU
         struct mosaic_heap *heap = &objspace->heaps[h];
         for (size_t j = 0; j < heap->page_count; j++) {
             struct mosaic_page *page = heap->pages[j];
-            for (size_t w = 0; w < MOSAIC_BITMAP_WORDS; w++) {
+            size_t words = mosaic_page_bitmap_words(page);
+            for (size_t w = 0; w < words; w++) {
                 mosaic_bits_t bits = page->mark_bits[w] & page->wb_unprotected_bits[w];
                 while (bits) {
                     int b = __builtin_ctzll(bits);

@@ -179,7 +179,7 @@ page_sweep(mosaic_objspace_t *objspace, struct mosaic_page *page, enum sweep_mod
     *empty = 0;
     struct mosaic_free_slot *head = page->freelist;
 
-    size_t w = MOSAIC_BITMAP_WORDS;
+    size_t w = mosaic_page_bitmap_words(page);
     mosaic_bits_t next_dead = mode == SWEEP_LEFTOVERS ? 0 : prefetch_unmarked(page, heap, w - 1);
     while (w-- > 0) {
         mosaic_bits_t keep = page->mark_bits[w];
@@ -241,12 +241,13 @@ page_sweep(mosaic_objspace_t *objspace, struct mosaic_page *page, enum sweep_mod
 void
 mosaic_sweep_page_background(mosaic_objspace_t *objspace, struct mosaic_page *page)
 {
+    size_t words = mosaic_page_bitmap_words(page);
     size_t empty, malloc_freed = 0;
     mosaic_malloc_tally_begin(&malloc_freed);
     size_t freed = page_sweep(objspace, page, SWEEP_BACKGROUND, &empty);
     mosaic_malloc_tally_end();
     bool leftovers = false;
-    for (size_t w = 0; w < MOSAIC_BITMAP_WORDS && !leftovers; w++) leftovers = page->leftover_bits[w] != 0;
+    for (size_t w = 0; w < words && !leftovers; w++) leftovers = page->leftover_bits[w] != 0;
     page->cycle->bg_leftovers = leftovers;
     page->cycle->bg_freed = (uint32_t)freed;
     MOSAIC_STORE_CHANGED(page->free_slots, (uint32_t)(freed + empty));

@@ -52,7 +52,8 @@ table_held_p(VALUE obj)
 static bool
 page_has_dead_object(const struct mosaic_page *page)
 {
-    for (size_t w = 0; w < MOSAIC_BITMAP_WORDS && w * 64 < page->total_slots; w++) {
+    size_t words = mosaic_page_bitmap_words(page);
+    for (size_t w = 0; w < words && w * 64 < page->total_slots; w++) {
         mosaic_bits_t unmarked = ~page->mark_bits[w];
         while (unmarked) {
             size_t b = (size_t)__builtin_ctzll(unmarked);
@@ -76,8 +77,9 @@ count_unmovable_survivors(mosaic_objspace_t *objspace, struct mosaic_ref_probe *
 {
     for (size_t p = 0; p < objspace->pages.sorted_count; p++) {
         struct mosaic_page *page = objspace->pages.sorted[p];
+        size_t words = mosaic_page_bitmap_words(page);
         bool any_young = false, any_unmovable = false;
-        for (size_t w = 0; w < MOSAIC_BITMAP_WORDS; w++) {
+        for (size_t w = 0; w < words; w++) {
             mosaic_bits_t young = page->mark_bits[w] & ~page->old_bits[w];   /* clear past total_slots */
             any_young |= young != 0;
             mosaic_bits_t pinned = young & page->pinned_bits[w];

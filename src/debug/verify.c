@@ -273,6 +273,7 @@ verify_weakmap(struct verify_ctx *ctx, VALUE obj)
 static void
 verify_page(struct verify_ctx *ctx, struct mosaic_page *page, size_t *live, size_t *zombies)
 {
+    size_t words = mosaic_page_bitmap_words(page);
     if (mosaic_page_of((VALUE)page->start) != page) {
         report(ctx, "page %p: body header does not point back to the page", (void *)page->body);
     }
@@ -285,12 +286,23 @@ verify_page(struct verify_ctx *ctx, struct mosaic_page *page, size_t *live, size
                (void *)page->body, page->slot_size, page->total_slots, page->heap->slot_size);
         return;
     }
+    /* The side bitmaps follow the struct, `words` words each, in their field order (page.c). */
+    const mosaic_bits_t *side[MOSAIC_PAGE_SIDE_BITMAPS] = {
+        page->pinned_bits, page->wb_unprotected_bits, page->age0_bits, page->age1_bits,
+        page->old_bits, page->remembered_bits, page->retrace_bits, page->leftover_bits,
+    };
+    for (size_t k = 0; k < MOSAIC_PAGE_SIDE_BITMAPS; k++) {
+        if (side[k] != page->side_bits + k * words) {
+            report(ctx, "page %p: side bitmap %zu is not laid out for %u slots", (void *)page->body, k, page->total_slots);
+            return;
+        }
+    }
     /* Side bitmaps hold one bit per slot: no bit beyond the page's slots may be set. */
     const mosaic_bits_t *bitmaps[] = { page->mark_bits, page->pinned_bits, page->wb_unprotected_bits,
                                        page->age0_bits, page->age1_bits, page->old_bits, page->remembered_bits,
                                        page->retrace_bits };
     for (size_t m = 0; m < sizeof(bitmaps) / sizeof(bitmaps[0]); m++) {
-        for (size_t w = 0; w < MOSAIC_BITMAP_WORDS; w++) {
+        for (size_t w = 0; w < words; w++) {
             if (bitmaps[m][w] & ~page->heap->slot_bits[w]) {
                 report(ctx, "page %p: side bitmap %zu has a bit beyond its %u slots (word %zu: 0x%llx)",
                        (void *)page->body, m, page->total_slots, w, (unsigned long long)bitmaps[m][w]);
@@ -300,7 +312,7 @@ verify_page(struct verify_ctx *ctx, struct mosaic_page *page, size_t *live, size
 
     /* Outside an incremental mark nothing waits for a retrace (mark.c, retrace_regreyed). */
     if (!ctx->objspace->incremental.marking) {
-        for (size_t w = 0; w < MOSAIC_BITMAP_WORDS; w++) {
+        for (size_t w = 0; w < words; w++) {
             if (page->retrace_bits[w]) {
                 report(ctx, "page %p: a retrace bit is set outside an incremental mark (word %zu: 0x%llx)",
                        (void *)page->body, w, (unsigned long long)page->retrace_bits[w]);
@@ -309,7 +321,7 @@ verify_page(struct verify_ctx *ctx, struct mosaic_page *page, size_t *live, size
     }
 
     /* A swept page has nothing left over from the background sweeper (bg_sweep.c). */
-    for (size_t w = 0; w < MOSAIC_BITMAP_WORDS; w++) {
+    for (size_t w = 0; w < words; w++) {
         if (page->leftover_bits[w]) {
             report(ctx, "page %p: swept, but the background sweeper's leftovers are still marked (word %zu: 0x%llx)",
                    (void *)page->body, w, (unsigned long long)page->leftover_bits[w]);
@@ -772,7 +784,8 @@ verify_retrace_queue(struct verify_ctx *ctx, mosaic_objspace_t *objspace)
     size_t bits = 0;
     for (size_t p = 0; p < objspace->pages.sorted_count; p++) {
         const struct mosaic_page *page = objspace->pages.sorted[p];
-        for (size_t w = 0; w < MOSAIC_BITMAP_WORDS; w++) bits += __builtin_popcountll(page->retrace_bits[w]);
+        size_t words = mosaic_page_bitmap_words(page);
+        for (size_t w = 0; w < words; w++) bits += __builtin_popcountll(page->retrace_bits[w]);
     }
     if (bits != entries || entries != objspace->incremental.retrace_queued) {
         report(ctx, "the re-grey queue has %zu entries (counted %zu) but %zu retrace bits are set",
@@ -803,7 +816,8 @@ mosaic_verify_tricolor(mosaic_objspace_t *objspace)
         struct mosaic_heap *heap = &objspace->heaps[h];
         for (size_t j = 0; j < heap->page_count; j++) {
             struct mosaic_page *page = heap->pages[j];
-            for (size_t w = 0; w < MOSAIC_BITMAP_WORDS; w++) {
+            size_t words = mosaic_page_bitmap_words(page);
+            for (size_t w = 0; w < words; w++) {
                 mosaic_bits_t bits = page->mark_bits[w] & ~page->wb_unprotected_bits[w];
                 while (bits) {
                     int b = __builtin_ctzll(bits);

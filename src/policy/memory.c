@@ -66,7 +66,7 @@ rss_bytes(void)
 static size_t
 metadata_bytes(mosaic_objspace_t *objspace)
 {
-    size_t n = (objspace->pages.sorted_count + objspace->pool.count) * sizeof(struct mosaic_page);
+    size_t n = objspace->pages.descriptor_bytes;
     n += mosaic_arena_metadata_bytes(objspace);
     n += objspace->pages.sorted_capa * sizeof(struct mosaic_page *);
     for (int i = 0; i < MOSAIC_HEAP_COUNT; i++) n += objspace->heaps[i].page_capa * sizeof(struct mosaic_page *);

@@ -7,6 +7,8 @@
  * Invariants:
  *  - A new page's slots are all T_NONE (a body comes zeroed) and all of them are on its
  *    freelist; its bitmaps are all clear.
+ *  - A descriptor's side bitmaps fit its class's slot count: a pooled page taken by a class
+ *    with another count gets a descriptor of that size first (pool_head_fit_descriptor).
  *  - A page is only released or pooled when it has no live object, no zombie and no walk
  *    (heap_walk_depth) holds a snapshot of it.
  *  - The empty-page pool: a page no class uses. It is in no heap->pages array and not in the
@@ -39,6 +41,37 @@ page_build_freelist(struct mosaic_page *page)
     page->freelist = head;
 }
 
+/* Points the side bitmaps' fields into side_bits, each mosaic_bitmap_words(total_slots) long. */
+static void
+page_point_side_bitmaps(struct mosaic_page *page)
+{
+    size_t words = mosaic_bitmap_words(page->total_slots);
+    mosaic_bits_t **fields[MOSAIC_PAGE_SIDE_BITMAPS] = {
+        &page->pinned_bits, &page->wb_unprotected_bits, &page->age0_bits, &page->age1_bits,
+        &page->old_bits, &page->remembered_bits, &page->retrace_bits, &page->leftover_bits,
+    };
+    for (size_t k = 0; k < MOSAIC_PAGE_SIDE_BITMAPS; k++) *fields[k] = page->side_bits + k * words;
+}
+
+/* Makes the descriptor of the pool's first page, objspace->pool.head, the size `heap`'s pages
+ * need: realloc'd (so moved) when its bitmaps have another word count, with the pool's head
+ * and the body's header following it (nothing else names a pooled page). False, the page
+ * untouched, when no memory is left. */
+static bool
+pool_head_fit_descriptor(mosaic_objspace_t *objspace, struct mosaic_heap *heap)
+{
+    struct mosaic_page *page = objspace->pool.head;
+    size_t have = mosaic_page_descriptor_size(page->total_slots);
+    size_t need = mosaic_page_descriptor_size(heap->slots_per_page);
+    if (have == need) return true;
+    struct mosaic_page *moved = realloc(page, need);
+    if (!moved) return false;
+    objspace->pages.descriptor_bytes = objspace->pages.descriptor_bytes - have + need;
+    objspace->pool.head = moved;
+    ((struct mosaic_page_header *)moved->body)->page = moved;
+    return true;
+}
+
 /* Lays out `page` for `heap`'s slot size: every slot free and on its freelist, every bitmap
  * clear. The body must be all T_NONE (fresh, zeroed, or an empty page from the pool). */
 static void
@@ -61,13 +94,8 @@ page_layout(struct mosaic_page *page, struct mosaic_heap *heap)
     /* A page created during lazy sweeping counts as swept: the sweeper skips it. */
     page->cycle->before_sweep = false;
     memset(page->mark_bits, 0, MOSAIC_BITMAP_WORDS * sizeof(mosaic_bits_t));
-    memset(page->pinned_bits, 0, sizeof(page->pinned_bits));
-    memset(page->wb_unprotected_bits, 0, sizeof(page->wb_unprotected_bits));
-    memset(page->age0_bits, 0, sizeof(page->age0_bits));
-    memset(page->age1_bits, 0, sizeof(page->age1_bits));
-    memset(page->old_bits, 0, sizeof(page->old_bits));
-    memset(page->remembered_bits, 0, sizeof(page->remembered_bits));
-    memset(page->retrace_bits, 0, sizeof(page->retrace_bits));
+    page_point_side_bitmaps(page);
+    memset(page->side_bits, 0, MOSAIC_PAGE_SIDE_BITMAPS * mosaic_bitmap_words(page->total_slots) * sizeof(mosaic_bits_t));
     /* An empty page of the same class already has every slot on its freelist: leave the
      * slots untouched (a forked child then keeps them shared). */
     if (!same) page_build_freelist(page);
@@ -96,8 +124,9 @@ heap_add_page(struct mosaic_heap *heap, struct mosaic_page *page)
 struct mosaic_page *
 mosaic_pool_take(mosaic_objspace_t *objspace, struct mosaic_heap *heap)
 {
+    if (!objspace->pool.head || !heap_pages_reserve(heap)) return NULL;
+    if (!pool_head_fit_descriptor(objspace, heap)) return NULL;
     struct mosaic_page *page = objspace->pool.head;
-    if (!page || !heap_pages_reserve(heap)) return NULL;
     if (!mosaic_page_table_add(objspace, page)) return NULL;
     objspace->pool.head = page->free_next;
     objspace->pool.count--;
@@ -123,7 +152,8 @@ mosaic_page_new(mosaic_objspace_t *objspace, struct mosaic_heap *heap)
 {
     if (!heap_pages_reserve(heap)) return NULL;
 
-    struct mosaic_page *page = calloc(1, sizeof(struct mosaic_page));
+    size_t descriptor = mosaic_page_descriptor_size(heap->slots_per_page);
+    struct mosaic_page *page = calloc(1, descriptor);
     if (!page) return NULL;
     if (!mosaic_arena_take_body(objspace, page)) {
         free(page);
@@ -139,6 +169,7 @@ mosaic_page_new(mosaic_objspace_t *objspace, struct mosaic_heap *heap)
     page_layout(page, heap);
     heap_add_page(heap, page);
     heap->total_allocated_pages++;
+    objspace->pages.descriptor_bytes += descriptor;
     return page;
 }
 
@@ -207,6 +238,7 @@ static void
 page_free(mosaic_objspace_t *objspace, struct mosaic_page *page)
 {
     objspace->pool.pages_returned++;
+    objspace->pages.descriptor_bytes -= mosaic_page_descriptor_size(page->total_slots);
     mosaic_arena_return_body(objspace, page->arena, page->body);
     free(page);
 }

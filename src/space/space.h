@@ -15,7 +15,8 @@
  *    anyway, so a bit test touches two cache lines (header, bitmap word), not three.
  *  - GC state (mark, pin, wb-unprotected, ...) lives only in the page's side bitmaps, which
  *    are malloc'd apart from the body: a collection never writes to an object header except
- *    to free the object.
+ *    to free the object. The descriptor's side bitmaps are mosaic_bitmap_words(total_slots)
+ *    words each (sized for the class; the mark bits in the arena are MOSAIC_BITMAP_WORDS).
  *  - A free slot has flags == 0 (T_NONE); when it is on a freelist its second word is the
  *    next free slot.
  */
@@ -71,22 +72,49 @@ struct mosaic_page {
                                       * every evacuating minor GC moves its survivors out (nursery.c) */
 
     /* Side bitmaps, one bit per slot, by slot number (mosaic_bit_index). The mark bits are
-     * pointed to by mark_bits, above; the others are here, written only where a bit changes. */
-    mosaic_bits_t pinned_bits[MOSAIC_BITMAP_WORDS];
-    mosaic_bits_t wb_unprotected_bits[MOSAIC_BITMAP_WORDS];
+     * pointed to by mark_bits, above; the others follow the struct in the same allocation
+     * (side_bits), mosaic_bitmap_words(total_slots) words each, so a page of 640-byte slots
+     * carries 2 words per bitmap, not the 26 of a 40-byte class (page.c lays them out and
+     * moves the descriptor when a pooled page changes to a class with another count). Written
+     * only where a bit changes. */
+    mosaic_bits_t *pinned_bits;
+    mosaic_bits_t *wb_unprotected_bits;
     /* Generations (generation.c): age = age1:age0, old once age reaches MOSAIC_OLD_AGE. */
-    mosaic_bits_t age0_bits[MOSAIC_BITMAP_WORDS];
-    mosaic_bits_t age1_bits[MOSAIC_BITMAP_WORDS];
-    mosaic_bits_t old_bits[MOSAIC_BITMAP_WORDS];
-    mosaic_bits_t remembered_bits[MOSAIC_BITMAP_WORDS];
+    mosaic_bits_t *age0_bits;
+    mosaic_bits_t *age1_bits;
+    mosaic_bits_t *old_bits;
+    mosaic_bits_t *remembered_bits;
     /* Objects queued on objspace->incremental.retrace (mark.c, mosaic_mark_grey_again): set when one is
      * queued, cleared when it is traced again, so one is queued at most once between steps.
      * All clear outside an incremental mark. */
-    mosaic_bits_t retrace_bits[MOSAIC_BITMAP_WORDS];
+    mosaic_bits_t *retrace_bits;
     /* Dead objects the background sweeper left for the mutator (sweep.c, background_safe_p). */
-    mosaic_bits_t leftover_bits[MOSAIC_BITMAP_WORDS];
+    mosaic_bits_t *leftover_bits;
+    mosaic_bits_t side_bits[];       /* MOSAIC_PAGE_SIDE_BITMAPS bitmaps, the ones above */
 };
 #define MOSAIC_BG_UNLISTED UINT32_MAX
+#define MOSAIC_PAGE_SIDE_BITMAPS 8
+
+/* Words in each bitmap of a page with `slots` slots (bits at or beyond `slots` stay clear). */
+static inline size_t
+mosaic_bitmap_words(size_t slots)
+{
+    return (slots + 63) / 64;
+}
+
+/* Words in each side bitmap of `page` (its mark bits in the arena have MOSAIC_BITMAP_WORDS). */
+static inline size_t
+mosaic_page_bitmap_words(const struct mosaic_page *page)
+{
+    return mosaic_bitmap_words(page->total_slots);
+}
+
+/* Bytes of the descriptor (struct and side bitmaps) of a page with `slots` slots. */
+static inline size_t
+mosaic_page_descriptor_size(size_t slots)
+{
+    return sizeof(struct mosaic_page) + MOSAIC_PAGE_SIDE_BITMAPS * mosaic_bitmap_words(slots) * sizeof(mosaic_bits_t);
+}
 
 /* A size class: every page in it has the same slot size. */
 struct mosaic_heap {
@@ -220,6 +248,7 @@ struct mosaic_page_table {
     size_t index_mask;
     uintptr_t lomem, himem;
     struct mosaic_arena *arenas;     /* every mapping that holds page bodies (arena.c) */
+    size_t descriptor_bytes;         /* page.c: the descriptors of all pages, pooled ones too */
 };
 
 /* The empty-page pool (page.c): pages no class uses, resident, linked through free_next. */
