@@ -142,6 +142,24 @@ split_fields(char *line, char **fields, int max)
     return n;
 }
 
+/* Decodes mountinfo's escapes in place: the kernel writes a space, tab, newline and backslash
+ * in a path as a backslash and three octal digits (\040, \011, \012, \134). */
+static void
+unescape_octal(char *s)
+{
+    char *out = s;
+    for (const char *in = s; *in;) {
+        if (in[0] == '\\' && in[1] >= '0' && in[1] <= '3' && in[2] >= '0' && in[2] <= '7' && in[3] >= '0' && in[3] <= '7') {
+            *out++ = (char)(((in[1] - '0') << 6) | ((in[2] - '0') << 3) | (in[3] - '0'));
+            in += 4;
+        }
+        else {
+            *out++ = *in++;
+        }
+    }
+    *out = '\0';
+}
+
 unsigned int
 mosaic_cpus_cgroup_limit(const char *prefix)
 {
@@ -191,6 +209,8 @@ mosaic_cpus_cgroup_limit(const char *prefix)
         bool v2 = !done_v2 && strcmp(type, "cgroup2") == 0;
         bool v1 = !done_v1 && strcmp(type, "cgroup") == 0 && list_has(super, "cpu");
         if (!v2 && !v1) continue;
+        unescape_octal(fields[3]);   /* the root and the mount point; /proc/self/cgroup's path is not escaped */
+        unescape_octal(fields[4]);
         unsigned int here = hierarchy_limit(prefix, v2 ? v2_path : v1_path, fields[3], fields[4], v2);
         if (here && (!limit || here < limit)) limit = here;
         if (v2) done_v2 = true;

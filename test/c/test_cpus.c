@@ -145,6 +145,22 @@ test_v2_parsing_edges(void)
     drop_tree();
 }
 
+/* mountinfo escapes a space, a tab, a newline and a backslash in the root and the mount point
+ * as three octal digits; /proc/self/cgroup does not. */
+static void
+test_mountinfo_escapes(void)
+{
+    new_tree();
+    put("proc/self/cgroup", "0::/my app/x\\y/leaf\n");
+    put("proc/self/mountinfo", "30 22 0:26 /my\\040app /sys/fs/cgroup/un\\134usual\\040place rw - cgroup2 cgroup2 rw\n");
+    put("sys/fs/cgroup/un\\usual place/x\\y/leaf/cpu.max", "max 100000\n");
+    put("sys/fs/cgroup/un\\usual place/x\\y/cpu.max", "250000 100000\n");
+    CHECK_LIMIT(3);
+    put("sys/fs/cgroup/un\\usual place/cpu.max", "100000 100000\n");
+    CHECK_LIMIT(1);
+    drop_tree();
+}
+
 /* cgroup v1 under Docker: the mount's root is the container's cgroup. */
 static void
 test_v1_docker(void)
@@ -234,6 +250,7 @@ main(void)
     RUN(test_v2_container);
     RUN(test_v2_ancestors);
     RUN(test_v2_parsing_edges);
+    RUN(test_mountinfo_escapes);
     RUN(test_v1_docker);
     RUN(test_v1_ancestors);
     RUN(test_hybrid);
