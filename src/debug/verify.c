@@ -286,7 +286,13 @@ verify_page(struct verify_ctx *ctx, struct mosaic_page *page, size_t *live, size
                (void *)page->body, page->slot_size, page->total_slots, page->heap->slot_size);
         return;
     }
-    /* The side bitmaps follow the struct, `words` words each, in their field order (page.c). */
+    /* The side bitmaps follow the struct, `words` words each, in their field order, in a
+     * descriptor sized for exactly that (page.c). */
+    if (page->descriptor_words != words) {
+        report(ctx, "page %p: its descriptor has room for %u words a bitmap, its %u slots need %zu",
+               (void *)page->body, page->descriptor_words, page->total_slots, words);
+        return;
+    }
     const mosaic_bits_t *side[MOSAIC_PAGE_SIDE_BITMAPS] = {
         page->pinned_bits, page->wb_unprotected_bits, page->age0_bits, page->age1_bits,
         page->old_bits, page->remembered_bits, page->retrace_bits, page->leftover_bits,
@@ -297,12 +303,13 @@ verify_page(struct verify_ctx *ctx, struct mosaic_page *page, size_t *live, size
             return;
         }
     }
-    /* Side bitmaps hold one bit per slot: no bit beyond the page's slots may be set. */
+    /* Side bitmaps hold one bit per slot: no bit beyond the page's slots may be set (the mark
+     * bits, in the arena, have MOSAIC_BITMAP_WORDS words whatever the class). */
     const mosaic_bits_t *bitmaps[] = { page->mark_bits, page->pinned_bits, page->wb_unprotected_bits,
                                        page->age0_bits, page->age1_bits, page->old_bits, page->remembered_bits,
                                        page->retrace_bits };
     for (size_t m = 0; m < sizeof(bitmaps) / sizeof(bitmaps[0]); m++) {
-        for (size_t w = 0; w < words; w++) {
+        for (size_t w = 0; w < (m == 0 ? MOSAIC_BITMAP_WORDS : words); w++) {
             if (bitmaps[m][w] & ~page->heap->slot_bits[w]) {
                 report(ctx, "page %p: side bitmap %zu has a bit beyond its %u slots (word %zu: 0x%llx)",
                        (void *)page->body, m, page->total_slots, w, (unsigned long long)bitmaps[m][w]);
@@ -634,11 +641,15 @@ mosaic_verify_heap(mosaic_objspace_t *objspace, bool raise_on_error)
     }
     /* The empty-page pool: pages out of every class and out of the index, every slot free and
      * on the page's freelist (page.c reuses that list as is for the same class). */
-    size_t pooled = 0;
+    size_t pooled = 0, descriptor_bytes = 0;
     for (struct mosaic_page *page = objspace->pool.head; page; page = page->free_next) {
         if (++pooled > objspace->pool.count) {
             report(&ctx, "the pool holds more pages than pool_count (%zu), or a cycle", objspace->pool.count);
             break;
+        }
+        descriptor_bytes += mosaic_page_descriptor_size(page->descriptor_words);
+        if (((struct mosaic_page_header *)page->body)->page != page) {
+            report(&ctx, "pooled page %p: its body's header does not point back to it", (void *)page->body);
         }
         if (mosaic_pointer_to_slot_p(objspace, (void *)page->start)) {
             report(&ctx, "pooled page %p is still in the page index", (void *)page->body);
@@ -660,6 +671,14 @@ mosaic_verify_heap(mosaic_objspace_t *objspace, bool raise_on_error)
     }
     if (pooled != objspace->pool.count) {
         report(&ctx, "%zu pages in the pool, pool_count says %zu", pooled, objspace->pool.count);
+    }
+    /* The descriptors' bytes the memory breakdown counts: every page's, pooled ones too. */
+    for (size_t p = 0; p < objspace->pages.sorted_count; p++) {
+        descriptor_bytes += mosaic_page_descriptor_size(objspace->pages.sorted[p]->descriptor_words);
+    }
+    if (descriptor_bytes != objspace->pages.descriptor_bytes) {
+        report(&ctx, "page descriptors hold %zu bytes, descriptor_bytes says %zu", descriptor_bytes,
+               objspace->pages.descriptor_bytes);
     }
     if (pages != objspace->pages.sorted_count) {
         report(&ctx, "%zu pages in the heaps, %zu in the sorted index", pages, objspace->pages.sorted_count);

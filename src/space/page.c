@@ -46,6 +46,7 @@ static void
 page_point_side_bitmaps(struct mosaic_page *page)
 {
     size_t words = mosaic_bitmap_words(page->total_slots);
+    MOSAIC_ASSERT(words <= page->descriptor_words);
     mosaic_bits_t **fields[MOSAIC_PAGE_SIDE_BITMAPS] = {
         &page->pinned_bits, &page->wb_unprotected_bits, &page->age0_bits, &page->age1_bits,
         &page->old_bits, &page->remembered_bits, &page->retrace_bits, &page->leftover_bits,
@@ -54,19 +55,22 @@ page_point_side_bitmaps(struct mosaic_page *page)
 }
 
 /* Makes the descriptor of the pool's first page, objspace->pool.head, the size `heap`'s pages
- * need: realloc'd (so moved) when its bitmaps have another word count, with the pool's head
- * and the body's header following it (nothing else names a pooled page). False, the page
- * untouched, when no memory is left. */
+ * need: realloc'd (so moved) when its bitmaps have room for another word count, with the
+ * pool's head and the body's header following it (nothing else names a pooled page). Its
+ * size is descriptor_words, not total_slots: the page keeps its old layout until page_layout,
+ * and stays pooled, resized, if the caller fails after this. False, the page untouched, when
+ * no memory is left. */
 static bool
 pool_head_fit_descriptor(mosaic_objspace_t *objspace, struct mosaic_heap *heap)
 {
     struct mosaic_page *page = objspace->pool.head;
-    size_t have = mosaic_page_descriptor_size(page->total_slots);
-    size_t need = mosaic_page_descriptor_size(heap->slots_per_page);
+    size_t have = page->descriptor_words, need = mosaic_bitmap_words(heap->slots_per_page);
     if (have == need) return true;
-    struct mosaic_page *moved = realloc(page, need);
+    struct mosaic_page *moved = realloc(page, mosaic_page_descriptor_size(need));
     if (!moved) return false;
-    objspace->pages.descriptor_bytes = objspace->pages.descriptor_bytes - have + need;
+    objspace->pages.descriptor_bytes -= mosaic_page_descriptor_size(have);
+    objspace->pages.descriptor_bytes += mosaic_page_descriptor_size(need);
+    moved->descriptor_words = (uint32_t)need;
     objspace->pool.head = moved;
     ((struct mosaic_page_header *)moved->body)->page = moved;
     return true;
@@ -152,9 +156,11 @@ mosaic_page_new(mosaic_objspace_t *objspace, struct mosaic_heap *heap)
 {
     if (!heap_pages_reserve(heap)) return NULL;
 
-    size_t descriptor = mosaic_page_descriptor_size(heap->slots_per_page);
+    size_t words = mosaic_bitmap_words(heap->slots_per_page);
+    size_t descriptor = mosaic_page_descriptor_size(words);
     struct mosaic_page *page = calloc(1, descriptor);
     if (!page) return NULL;
+    page->descriptor_words = (uint32_t)words;
     if (!mosaic_arena_take_body(objspace, page)) {
         free(page);
         return NULL;
@@ -238,7 +244,7 @@ static void
 page_free(mosaic_objspace_t *objspace, struct mosaic_page *page)
 {
     objspace->pool.pages_returned++;
-    objspace->pages.descriptor_bytes -= mosaic_page_descriptor_size(page->total_slots);
+    objspace->pages.descriptor_bytes -= mosaic_page_descriptor_size(page->descriptor_words);
     mosaic_arena_return_body(objspace, page->arena, page->body);
     free(page);
 }
@@ -352,5 +358,6 @@ mosaic_heap_free_all(mosaic_objspace_t *objspace)
         free(page);
     }
     objspace->pool.count = 0;
+    objspace->pages.descriptor_bytes = 0;
     mosaic_arenas_free(objspace);
 }

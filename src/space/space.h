@@ -12,7 +12,8 @@
  *    offset inside a page, so a slot size need not divide anything (any multiple of 8 bytes,
  *    at least MOSAIC_BASE_SLOT_SIZE). Bits at or beyond page->total_slots stay clear.
  *    mosaic_bit_index reads the body's header, not the page struct: the line page_of loads
- *    anyway, so a bit test touches two cache lines (header, bitmap word), not three.
+ *    anyway. A mark-bit test then reads mark_bits beside `heap` and the word; a side-bitmap
+ *    test reads the bitmap's pointer from the descriptor and the word.
  *  - GC state (mark, pin, wb-unprotected, ...) lives only in the page's side bitmaps, which
  *    are malloc'd apart from the body: a collection never writes to an object header except
  *    to free the object. The descriptor's side bitmaps are mosaic_bitmap_words(total_slots)
@@ -64,6 +65,8 @@ struct mosaic_page {
     uint32_t total_slots;
     uint32_t final_slots;            /* zombies on this page */
     uint32_t free_slots;             /* counted by the latest sweep of this page */
+    uint32_t descriptor_words;       /* words each side bitmap has room for: the allocation's size
+                                      * (page.c; mosaic_page_bitmap_words at most) */
     struct mosaic_page_cycle *cycle; /* in the page's arena (arena.c) */
     struct mosaic_free_slot *freelist;
     struct mosaic_page *free_next;   /* link in a heap->free_pages bucket, or in the pool */
@@ -109,11 +112,11 @@ mosaic_page_bitmap_words(const struct mosaic_page *page)
     return mosaic_bitmap_words(page->total_slots);
 }
 
-/* Bytes of the descriptor (struct and side bitmaps) of a page with `slots` slots. */
+/* Bytes of a descriptor (struct and side bitmaps) whose bitmaps have `words` words each. */
 static inline size_t
-mosaic_page_descriptor_size(size_t slots)
+mosaic_page_descriptor_size(size_t words)
 {
-    return sizeof(struct mosaic_page) + MOSAIC_PAGE_SIDE_BITMAPS * mosaic_bitmap_words(slots) * sizeof(mosaic_bits_t);
+    return sizeof(struct mosaic_page) + MOSAIC_PAGE_SIDE_BITMAPS * words * sizeof(mosaic_bits_t);
 }
 
 /* A size class: every page in it has the same slot size. */
