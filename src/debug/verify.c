@@ -293,26 +293,27 @@ verify_page(struct verify_ctx *ctx, struct mosaic_page *page, size_t *live, size
                (void *)page->body, page->descriptor_words, page->total_slots, words);
         return;
     }
-    const mosaic_bits_t *side[MOSAIC_PAGE_SIDE_BITMAPS] = {
-        page->pinned_bits, page->wb_unprotected_bits, page->age0_bits, page->age1_bits,
-        page->old_bits, page->remembered_bits, page->retrace_bits, page->leftover_bits,
-    };
+    mosaic_bits_t **side[MOSAIC_PAGE_SIDE_BITMAPS];
+    mosaic_page_side_bitmap_fields(page, side);
     for (size_t k = 0; k < MOSAIC_PAGE_SIDE_BITMAPS; k++) {
-        if (side[k] != page->side_bits + k * words) {
+        if (*side[k] != page->side_bits + k * words) {
             report(ctx, "page %p: side bitmap %zu is not laid out for %u slots", (void *)page->body, k, page->total_slots);
             return;
         }
     }
-    /* Side bitmaps hold one bit per slot: no bit beyond the page's slots may be set (the mark
-     * bits, in the arena, have MOSAIC_BITMAP_WORDS words whatever the class). */
-    const mosaic_bits_t *bitmaps[] = { page->mark_bits, page->pinned_bits, page->wb_unprotected_bits,
-                                       page->age0_bits, page->age1_bits, page->old_bits, page->remembered_bits,
-                                       page->retrace_bits };
-    for (size_t m = 0; m < sizeof(bitmaps) / sizeof(bitmaps[0]); m++) {
-        for (size_t w = 0; w < (m == 0 ? MOSAIC_BITMAP_WORDS : words); w++) {
-            if (bitmaps[m][w] & ~page->heap->slot_bits[w]) {
+    /* Bitmaps hold one bit per slot: no bit beyond the page's slots may be set, in the side
+     * bitmaps nor in the mark bits (in the arena, MOSAIC_BITMAP_WORDS words whatever the class). */
+    for (size_t w = 0; w < MOSAIC_BITMAP_WORDS; w++) {
+        if (page->mark_bits[w] & ~page->heap->slot_bits[w]) {
+            report(ctx, "page %p: a mark bit beyond its %u slots (word %zu: 0x%llx)",
+                   (void *)page->body, page->total_slots, w, (unsigned long long)page->mark_bits[w]);
+        }
+    }
+    for (size_t k = 0; k < MOSAIC_PAGE_SIDE_BITMAPS; k++) {
+        for (size_t w = 0; w < words; w++) {
+            if ((*side[k])[w] & ~page->heap->slot_bits[w]) {
                 report(ctx, "page %p: side bitmap %zu has a bit beyond its %u slots (word %zu: 0x%llx)",
-                       (void *)page->body, m, page->total_slots, w, (unsigned long long)bitmaps[m][w]);
+                       (void *)page->body, k, page->total_slots, w, (unsigned long long)(*side[k])[w]);
             }
         }
     }

@@ -41,17 +41,17 @@ page_build_freelist(struct mosaic_page *page)
     page->freelist = head;
 }
 
-/* Points the side bitmaps' fields into side_bits, each mosaic_bitmap_words(total_slots) long. */
+/* Points the side bitmaps' fields into side_bits, each mosaic_bitmap_words(total_slots) long,
+ * and clears them. */
 static void
-page_point_side_bitmaps(struct mosaic_page *page)
+page_lay_out_side_bitmaps(struct mosaic_page *page)
 {
     size_t words = mosaic_bitmap_words(page->total_slots);
     MOSAIC_ASSERT(words <= page->descriptor_words);
-    mosaic_bits_t **fields[MOSAIC_PAGE_SIDE_BITMAPS] = {
-        &page->pinned_bits, &page->wb_unprotected_bits, &page->age0_bits, &page->age1_bits,
-        &page->old_bits, &page->remembered_bits, &page->retrace_bits, &page->leftover_bits,
-    };
+    mosaic_bits_t **fields[MOSAIC_PAGE_SIDE_BITMAPS];
+    mosaic_page_side_bitmap_fields(page, fields);
     for (size_t k = 0; k < MOSAIC_PAGE_SIDE_BITMAPS; k++) *fields[k] = page->side_bits + k * words;
+    memset(page->side_bits, 0, MOSAIC_PAGE_SIDE_BITMAPS * words * sizeof(mosaic_bits_t));
 }
 
 /* Makes the descriptor of the pool's first page, objspace->pool.head, the size `heap`'s pages
@@ -98,8 +98,7 @@ page_layout(struct mosaic_page *page, struct mosaic_heap *heap)
     /* A page created during lazy sweeping counts as swept: the sweeper skips it. */
     page->cycle->before_sweep = false;
     memset(page->mark_bits, 0, MOSAIC_BITMAP_WORDS * sizeof(mosaic_bits_t));
-    page_point_side_bitmaps(page);
-    memset(page->side_bits, 0, MOSAIC_PAGE_SIDE_BITMAPS * mosaic_bitmap_words(page->total_slots) * sizeof(mosaic_bits_t));
+    page_lay_out_side_bitmaps(page);
     /* An empty page of the same class already has every slot on its freelist: leave the
      * slots untouched (a forked child then keeps them shared). */
     if (!same) page_build_freelist(page);

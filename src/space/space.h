@@ -112,6 +112,21 @@ mosaic_page_bitmap_words(const struct mosaic_page *page)
     return mosaic_bitmap_words(page->total_slots);
 }
 
+/* The fields of `page`'s side bitmaps, in their order in side_bits: the one list that page.c's
+ * layout and the heap checker (verify.c) both walk. */
+static inline void
+mosaic_page_side_bitmap_fields(struct mosaic_page *page, mosaic_bits_t **fields[MOSAIC_PAGE_SIDE_BITMAPS])
+{
+    fields[0] = &page->pinned_bits;
+    fields[1] = &page->wb_unprotected_bits;
+    fields[2] = &page->age0_bits;
+    fields[3] = &page->age1_bits;
+    fields[4] = &page->old_bits;
+    fields[5] = &page->remembered_bits;
+    fields[6] = &page->retrace_bits;
+    fields[7] = &page->leftover_bits;
+}
+
 /* Bytes of a descriptor (struct and side bitmaps) whose bitmaps have `words` words each. */
 static inline size_t
 mosaic_page_descriptor_size(size_t words)
