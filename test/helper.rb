@@ -2,6 +2,10 @@
 # framework (tool/lib, minitest-derived), which gives assert_separately: each risky case runs
 # in a child Ruby, so a crash is a reported failure with its output, not a dead runner.
 require "test/unit"
+require "rbconfig"
+require "tmpdir"
+require "open3"
+require "fileutils"
 
 module MosaicTestHelper
   # The library file loaded (librubygc.LIB_NAME.so), and the collector it must report itself
@@ -49,4 +53,22 @@ module MosaicTestHelper
       def rounds(n) = ENV["MOSAIC_STRESS_MINOR"] ? [n / 5, 2].max : n
     PRELUDE
   end
+  # Builds test/ext/NAME.c with this Ruby (under the default GC: the build is not what is
+  # tested), once per test run; returns the .so path, for a script to require.
+  def built_extension(name)
+    MosaicTestHelper.extensions[name] ||= begin
+      dir = Dir.mktmpdir(name)
+      at_exit { FileUtils.rm_rf(dir) }
+      FileUtils.cp(File.expand_path("ext/#{name}.c", __dir__), dir)
+      env = { "RUBY_GC_LIBRARY" => "default", "RUBYOPT" => nil }
+      out, st = Open3.capture2e(env, RbConfig.ruby, "-rmkmf", "-e",
+                                "$CFLAGS << ' -Werror=implicit-function-declaration'; create_makefile(#{name.dump})", chdir: dir)
+      out2, st2 = Open3.capture2e(env, "make", chdir: dir) if st.success?
+      so = File.join(dir, "#{name}.so")
+      raise "building test/ext/#{name}.c failed:\n#{out}#{out2}" unless st.success? && st2&.success? && File.file?(so)
+      so
+    end
+  end
+
+  def self.extensions = (@extensions ||= {})
 end

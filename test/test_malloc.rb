@@ -67,6 +67,35 @@ class TestMosaicMalloc < Test::Unit::TestCase
     RUBY
   end
 
+  # A C extension's object whose dfree may not run inside the GC (its data type lacks
+  # RUBY_TYPED_FREE_IMMEDIATELY) becomes a zombie, and its dfree runs later from the finalizer
+  # job. What that frees was garbage the GC before found, like a sweep's frees: netted against
+  # malloc_increase it hid the cycle's new malloc, and GCs came after several limits of it.
+  def test_zombie_frees_do_not_hide_new_malloc
+    omit "Mosaic's malloc accounting" unless mosaic?
+    ext = built_extension("mosaic_deferred_free")
+    env = { "RUBY_GC_MALLOC_LIMIT_MAX" => "33554432", "MOSAIC_BACKGROUND_SWEEP" => "0" }
+    assert_gc_script(<<~RUBY, env: env, args: ["-W0"])
+      require #{ext.dump}
+      GC.start
+      c = GC.count
+      keep = []
+      total = 0
+      rng = Random.new(1)
+      rounds(100_000).times do |i|
+        b = MosaicDeferredFree.new(4096 + rng.rand(60_000))
+        total += b.bytesize
+        keep << b if i % 100 == 0
+        keep.shift if keep.size > 50
+      end
+      gcs = GC.count - c
+      # One malloc limit (32 MiB) between GCs is total / 32 MiB, 102 here; netted against the
+      # zombies' frees, 73 (one per 45 MiB).
+      assert_operator gcs, :>=, total / (40 << 20), "GCs for \#{total >> 20} MiB of malloc"
+      assert_equal 50, keep.size
+    RUBY
+  end
+
   # A failed malloc is retried after a full GC, major_by :force, as in the default GC: old
   # garbage may hold the big buffers. (Review bug 3: it used to be a minor GC.)
   def test_failed_malloc_retries_after_a_major_gc

@@ -104,7 +104,7 @@ class TestMosaicWeak < Test::Unit::TestCase
   # registration: the second one then cleared the reused slot.
   def test_remove_weak_during_marking_drops_every_registration
     omit "Mosaic honours remove_weak during any mark phase; the default GC only while incremental" unless mosaic?
-    ext = self.class.weak_probe_ext
+    ext = built_extension("mosaic_weak_probe")
     assert_gc_script(<<~RUBY, timeout: 300)
       require #{ext.dump}
       n = 2_000
@@ -127,21 +127,5 @@ class TestMosaicWeak < Test::Unit::TestCase
       GC.enable
       GC.verify_internal_consistency
     RUBY
-  end
-
-  # Builds test/ext/mosaic_weak_probe.c with this Ruby (under the default GC: the build is not
-  # what is tested), once per test run; returns the .so path.
-  def self.weak_probe_ext
-    @weak_probe_ext ||= begin
-      dir = Dir.mktmpdir("mosaic-weak-probe")
-      at_exit { FileUtils.rm_rf(dir) }
-      FileUtils.cp(File.expand_path("ext/mosaic_weak_probe.c", __dir__), dir)
-      env = { "RUBY_GC_LIBRARY" => "default", "RUBYOPT" => nil }
-      out, st = Open3.capture2e(env, RbConfig.ruby, "-rmkmf", "-e", '$CFLAGS << " -Werror=implicit-function-declaration"; create_makefile("mosaic_weak_probe")', chdir: dir)
-      out2, st2 = Open3.capture2e(env, "make", chdir: dir) if st.success?
-      so = File.join(dir, "mosaic_weak_probe.so")
-      raise "building test/ext/mosaic_weak_probe.c failed:\n#{out}#{out2}" unless st.success? && st2&.success? && File.file?(so)
-      so
-    end
   end
 end

@@ -13,6 +13,7 @@
  *    its dfree and its finalizers exactly once; then the slot becomes T_NONE and counts as
  *    freed. The zombie list is pushed with CAS (sweep) and taken whole with an exchange.
  *  - Finalizers run outside the GC, with the GVL, from a postponed job (or at shutdown).
+ *  - A dfree's frees are tallied as a sweep's (malloc.c): they leave malloc_increase alone.
  */
 #include <stdlib.h>
 
@@ -90,7 +91,17 @@ static void
 run_zombie(mosaic_objspace_t *objspace, VALUE obj)
 {
     struct mosaic_zombie *zombie = (struct mosaic_zombie *)obj;
-    if (zombie->dfree) zombie->dfree(zombie->data);
+    if (zombie->dfree) {
+        /* What a dfree frees was garbage a GC found, as a sweep's frees are: tallied like
+         * them, it leaves malloc_increase alone and counts as freed by the current sweep
+         * (malloc.c, mosaic_malloc_decrease). Netted against the increase, it hid the new
+         * malloc of the cycle the zombies were finalized in. */
+        size_t malloc_freed = 0;
+        mosaic_malloc_tally_begin(&malloc_freed);
+        zombie->dfree(zombie->data);
+        mosaic_malloc_tally_end();
+        __atomic_add_fetch(&objspace->malloc.freed_by_sweep, malloc_freed, __ATOMIC_RELAXED);
+    }
 
     if (RB_FL_TEST_RAW(obj, RUBY_FL_FINALIZE)) {
         RB_FL_UNSET_RAW(obj, RUBY_FL_FINALIZE);
