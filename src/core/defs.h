@@ -66,7 +66,8 @@
 extern int mosaic_heap_count;
 #define MOSAIC_HEAP_COUNT       mosaic_heap_count
 /* The first slot starts one base slot into the body, after the body's header (struct
- * mosaic_page_header: the page pointer, and copies of the slot reciprocal and start offset).
+ * mosaic_page_header: the page pointer, and copies of the slot reciprocal, start offset and
+ * side-bitmap word count).
  * A class whose slot size is a multiple of a cache line starts at MOSAIC_LINE_SIZE instead, so
  * that none of its slots straddles a line (size_class.c, heap_start_offset). */
 #define MOSAIC_PAGE_HEADER_SIZE MOSAIC_BASE_SLOT_SIZE

@@ -281,7 +281,8 @@ verify_page(struct verify_ctx *ctx, struct mosaic_page *page, size_t *live, size
             page->slot_recip != mosaic_slot_recip(page->slot_size) ||
             page->start != (uintptr_t)page->body + page->heap->start_offset ||
             mosaic_page_header_of((VALUE)page->start)->slot_recip != page->slot_recip ||
-            mosaic_page_header_of((VALUE)page->start)->start_offset != page->start - (uintptr_t)page->body) {
+            mosaic_page_header_of((VALUE)page->start)->start_offset != page->start - (uintptr_t)page->body ||
+            mosaic_page_header_of((VALUE)page->start)->bitmap_words != words) {
         report(ctx, "page %p: laid out for %u-byte slots (%u of them), its class has %zu-byte slots",
                (void *)page->body, page->slot_size, page->total_slots, page->heap->slot_size);
         return;

@@ -93,6 +93,8 @@ page_layout(struct mosaic_page *page, struct mosaic_heap *heap)
     struct mosaic_page_header *header = (struct mosaic_page_header *)page->body;
     if (header->slot_recip != page->slot_recip) header->slot_recip = page->slot_recip;
     if (header->start_offset != heap->start_offset) header->start_offset = (uint32_t)heap->start_offset;
+    uint32_t words = (uint32_t)mosaic_bitmap_words(page->total_slots);
+    if (header->bitmap_words != words) header->bitmap_words = words;
     page->final_slots = 0;
     page->free_next = NULL;
     /* A page created during lazy sweeping counts as swept: the sweeper skips it. */

@@ -96,7 +96,13 @@ struct mosaic_page {
     mosaic_bits_t side_bits[];       /* MOSAIC_PAGE_SIDE_BITMAPS bitmaps, the ones above */
 };
 #define MOSAIC_BG_UNLISTED UINT32_MAX
-#define MOSAIC_PAGE_SIDE_BITMAPS 8
+
+/* The side bitmaps' places in side_bits, in their fields' order. */
+enum mosaic_side_bitmap {
+    MOSAIC_SIDE_PINNED, MOSAIC_SIDE_WB_UNPROTECTED, MOSAIC_SIDE_AGE0, MOSAIC_SIDE_AGE1,
+    MOSAIC_SIDE_OLD, MOSAIC_SIDE_REMEMBERED, MOSAIC_SIDE_RETRACE, MOSAIC_SIDE_LEFTOVER,
+    MOSAIC_PAGE_SIDE_BITMAPS
+};
 
 /* Words in each bitmap of a page with `slots` slots (bits at or beyond `slots` stay clear). */
 static inline size_t
@@ -117,14 +123,14 @@ mosaic_page_bitmap_words(const struct mosaic_page *page)
 static inline void
 mosaic_page_side_bitmap_fields(struct mosaic_page *page, mosaic_bits_t **fields[MOSAIC_PAGE_SIDE_BITMAPS])
 {
-    fields[0] = &page->pinned_bits;
-    fields[1] = &page->wb_unprotected_bits;
-    fields[2] = &page->age0_bits;
-    fields[3] = &page->age1_bits;
-    fields[4] = &page->old_bits;
-    fields[5] = &page->remembered_bits;
-    fields[6] = &page->retrace_bits;
-    fields[7] = &page->leftover_bits;
+    fields[MOSAIC_SIDE_PINNED] = &page->pinned_bits;
+    fields[MOSAIC_SIDE_WB_UNPROTECTED] = &page->wb_unprotected_bits;
+    fields[MOSAIC_SIDE_AGE0] = &page->age0_bits;
+    fields[MOSAIC_SIDE_AGE1] = &page->age1_bits;
+    fields[MOSAIC_SIDE_OLD] = &page->old_bits;
+    fields[MOSAIC_SIDE_REMEMBERED] = &page->remembered_bits;
+    fields[MOSAIC_SIDE_RETRACE] = &page->retrace_bits;
+    fields[MOSAIC_SIDE_LEFTOVER] = &page->leftover_bits;
 }
 
 /* Bytes of a descriptor (struct and side bitmaps) whose bitmaps have `words` words each. */
@@ -192,13 +198,14 @@ struct mosaic_cache {
 };
 
 /* The first bytes of every page body (within MOSAIC_PAGE_HEADER_SIZE; page.c writes it when it
- * creates a page and when it lays one out for a class). The two copies equal the page struct's
- * slot_recip and start - body (verify.c checks): finding an object's page and its slot number
- * then reads this one cache line. */
+ * creates a page and when it lays one out for a class). The copies equal the page struct's
+ * slot_recip, start - body and side-bitmap word count (verify.c checks): finding an object's
+ * page, its slot number and its old bit's word then reads this one cache line. */
 struct mosaic_page_header {
     struct mosaic_page *page;
     uint32_t slot_recip;
     uint32_t start_offset;
+    uint32_t bitmap_words;           /* mosaic_page_bitmap_words(page) */
 };
 
 _Static_assert(sizeof(struct mosaic_page_header) <= MOSAIC_PAGE_HEADER_SIZE, "the page header must fit before the first slot");
@@ -238,11 +245,15 @@ mosaic_marked_p(VALUE obj)
     return mosaic_bit_test(page->mark_bits, mosaic_bit_index(obj));
 }
 
+/* The old bit's word is found from the header alone (the side bitmaps' order and the header's
+ * word count), not through page->old_bits: one dependent load fewer, for the write barrier,
+ * which tests two objects per reference written (generation.c). */
 static inline bool
 mosaic_old_p(VALUE obj)
 {
-    const struct mosaic_page *page = mosaic_page_of(obj);
-    return mosaic_bit_test(page->old_bits, mosaic_bit_index(obj));
+    const struct mosaic_page_header *header = mosaic_page_header_of(obj);
+    const mosaic_bits_t *old = header->page->side_bits + (size_t)MOSAIC_SIDE_OLD * header->bitmap_words;
+    return mosaic_bit_test(old, mosaic_bit_index(obj));
 }
 
 /* Objects (live, zombies, garbage not swept yet) in the class, given the objects ever
