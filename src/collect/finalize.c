@@ -96,11 +96,9 @@ run_zombie(mosaic_objspace_t *objspace, VALUE obj)
          * them, it leaves malloc_increase alone and counts as freed by the current sweep
          * (malloc.c, mosaic_malloc_decrease). Netted against the increase, it hid the new
          * malloc of the cycle the zombies were finalized in. */
-        size_t malloc_freed = 0;
-        mosaic_malloc_tally_begin(&malloc_freed);
+        mosaic_malloc_tally_begin();
         zombie->dfree(zombie->data);
-        mosaic_malloc_tally_end();
-        __atomic_add_fetch(&objspace->malloc.freed_by_sweep, malloc_freed, __ATOMIC_RELAXED);
+        mosaic_malloc_tally_end(objspace);
     }
 
     if (RB_FL_TEST_RAW(obj, RUBY_FL_FINALIZE)) {

@@ -242,16 +242,15 @@ void
 mosaic_sweep_page_background(mosaic_objspace_t *objspace, struct mosaic_page *page)
 {
     size_t words = mosaic_page_bitmap_words(page);
-    size_t empty, malloc_freed = 0;
-    mosaic_malloc_tally_begin(&malloc_freed);
+    size_t empty;
+    mosaic_malloc_tally_begin();
     size_t freed = page_sweep(objspace, page, SWEEP_BACKGROUND, &empty);
-    mosaic_malloc_tally_end();
+    mosaic_malloc_tally_end(objspace);
     bool leftovers = false;
     for (size_t w = 0; w < words && !leftovers; w++) leftovers = page->leftover_bits[w] != 0;
     page->cycle->bg_leftovers = leftovers;
     page->cycle->bg_freed = (uint32_t)freed;
     MOSAIC_STORE_CHANGED(page->free_slots, (uint32_t)(freed + empty));
-    __atomic_add_fetch(&objspace->malloc.freed_by_sweep, malloc_freed, __ATOMIC_RELAXED);
 }
 
 /* The mutator sweeps `page` (or takes the background sweeper's result and frees what it
@@ -259,8 +258,8 @@ mosaic_sweep_page_background(mosaic_objspace_t *objspace, struct mosaic_page *pa
 static size_t
 page_sweep_here(mosaic_objspace_t *objspace, struct mosaic_page *page)
 {
-    size_t empty, freed, malloc_freed = 0;
-    mosaic_malloc_tally_begin(&malloc_freed);
+    size_t empty, freed;
+    mosaic_malloc_tally_begin();
     if (mosaic_bg_sweep_claim(objspace, page)) {
         freed = page_sweep(objspace, page, SWEEP_ALL, &empty);
         MOSAIC_STORE_CHANGED(page->free_slots, (uint32_t)(freed + empty));
@@ -271,8 +270,7 @@ page_sweep_here(mosaic_objspace_t *objspace, struct mosaic_page *page)
         freed = page->cycle->bg_leftovers ? page_sweep(objspace, page, SWEEP_LEFTOVERS, &empty) : 0;
         if (freed) page->free_slots += (uint32_t)freed;
     }
-    mosaic_malloc_tally_end();
-    __atomic_add_fetch(&objspace->malloc.freed_by_sweep, malloc_freed, __ATOMIC_RELAXED);
+    mosaic_malloc_tally_end(objspace);
     page->cycle->before_sweep = false;
     page->heap->total_freed_objects += freed;
     return page->free_slots;

@@ -274,15 +274,16 @@ static void
 verify_page(struct verify_ctx *ctx, struct mosaic_page *page, size_t *live, size_t *zombies)
 {
     size_t words = mosaic_page_bitmap_words(page);
+    const struct mosaic_page_header *header = mosaic_page_header_of((VALUE)page->start);
     if (mosaic_page_of((VALUE)page->start) != page) {
         report(ctx, "page %p: body header does not point back to the page", (void *)page->body);
     }
     if (page->slot_size != page->heap->slot_size || page->total_slots != page->heap->slots_per_page ||
             page->slot_recip != mosaic_slot_recip(page->slot_size) ||
             page->start != (uintptr_t)page->body + page->heap->start_offset ||
-            mosaic_page_header_of((VALUE)page->start)->slot_recip != page->slot_recip ||
-            mosaic_page_header_of((VALUE)page->start)->start_offset != page->start - (uintptr_t)page->body ||
-            mosaic_page_header_of((VALUE)page->start)->bitmap_words != words) {
+            header->slot_recip != page->slot_recip ||
+            header->start_offset != page->start - (uintptr_t)page->body ||
+            header->bitmap_words != words) {
         report(ctx, "page %p: laid out for %u-byte slots (%u of them), its class has %zu-byte slots",
                (void *)page->body, page->slot_size, page->total_slots, page->heap->slot_size);
         return;

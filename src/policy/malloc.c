@@ -44,36 +44,39 @@ atomic_sub_to_zero(size_t *counter, size_t size)
     }
 }
 
-/* While this thread sweeps a page, the bytes given back meanwhile (sweep.c): the malloc'd
- * memory dead objects held, for the pacer, whether freed (xfree), shrunk, or reported by a
- * dfree (rb_gc_adjust_memory_usage). Per thread: the background sweeper and the mutator sweep
- * at the same time, and other threads free without the GVL. */
-static __thread size_t *sweep_tally;
+/* While this thread sweeps a page or runs a zombie's dfree, the bytes given back meanwhile
+ * (sweep.c, finalize.c): the malloc'd memory dead objects held, for the pacer, whether freed
+ * (xfree), shrunk, or reported by a dfree (rb_gc_adjust_memory_usage). Per thread: the
+ * background sweeper and the mutator sweep at the same time, and other threads free without
+ * the GVL. The end of a tally adds it to the cycle's malloc.freed_by_sweep. */
+static __thread bool tallying;
+static __thread size_t tally_bytes;
 
 void
-mosaic_malloc_tally_begin(size_t *tally)
+mosaic_malloc_tally_begin(void)
 {
-    sweep_tally = tally;
+    tallying = true;
+    tally_bytes = 0;
 }
 
 void
-mosaic_malloc_tally_end(void)
+mosaic_malloc_tally_end(mosaic_objspace_t *objspace)
 {
-    sweep_tally = NULL;
+    tallying = false;
+    __atomic_add_fetch(&objspace->malloc.freed_by_sweep, tally_bytes, __ATOMIC_RELAXED);
 }
 
 void
 mosaic_malloc_decrease(mosaic_objspace_t *objspace, size_t size)
 {
     if (!objspace || size == 0) return;
-    size_t *tally = sweep_tally;
     /* What a sweep frees was garbage of the GC before: it leaves malloc_increase alone, which
      * measures what was malloc'd since, the garbage the next GC looks for. Netted against it,
      * a lazy sweep's frees hid the cycle's new mallocs: each cycle began with the last one's
      * garbage still unswept, and malloc held about three limits of it (a heap below
      * MOSAIC_BACKGROUND_SWEEP_MIN_PAGES mallocing 4-64 KB strings: 89 MiB at every GC against a
      * limit of 32, peak RSS 1.47 of the default GC's). */
-    if (tally) *tally += size;
+    if (tallying) tally_bytes += size;
     else atomic_sub_to_zero(&objspace->malloc.increase, size);
     atomic_sub_to_zero(&objspace->malloc.old_increase, size);
     atomic_sub_to_zero(&objspace->malloc.bytes, size);

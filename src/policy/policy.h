@@ -146,8 +146,8 @@ void mosaic_memory_report(mosaic_objspace_t *objspace, const char *when);
 /* malloc.c: accounting of malloc'd bytes */
 void mosaic_malloc_increase(mosaic_objspace_t *objspace, size_t size, bool may_collect);
 void mosaic_malloc_decrease(mosaic_objspace_t *objspace, size_t size);
-void mosaic_malloc_tally_begin(size_t *tally);
-void mosaic_malloc_tally_end(void);
+void mosaic_malloc_tally_begin(void);
+void mosaic_malloc_tally_end(mosaic_objspace_t *objspace);
 
 #pragma GCC visibility pop
 

@@ -41,13 +41,12 @@ page_build_freelist(struct mosaic_page *page)
     page->freelist = head;
 }
 
-/* Points the side bitmaps' fields into side_bits, each mosaic_bitmap_words(total_slots) long,
- * and clears them. */
+/* Points the side bitmaps' fields into side_bits, each `words` long (mosaic_bitmap_words of
+ * the page's slots), and clears them. */
 static void
-page_lay_out_side_bitmaps(struct mosaic_page *page)
+page_lay_out_side_bitmaps(struct mosaic_page *page, size_t words)
 {
-    size_t words = mosaic_bitmap_words(page->total_slots);
-    MOSAIC_ASSERT(words <= page->descriptor_words);
+    MOSAIC_ASSERT(words == mosaic_bitmap_words(page->total_slots) && words <= page->descriptor_words);
     mosaic_bits_t **fields[MOSAIC_PAGE_SIDE_BITMAPS];
     mosaic_page_side_bitmap_fields(page, fields);
     for (size_t k = 0; k < MOSAIC_PAGE_SIDE_BITMAPS; k++) *fields[k] = page->side_bits + k * words;
@@ -93,14 +92,14 @@ page_layout(struct mosaic_page *page, struct mosaic_heap *heap)
     struct mosaic_page_header *header = (struct mosaic_page_header *)page->body;
     if (header->slot_recip != page->slot_recip) header->slot_recip = page->slot_recip;
     if (header->start_offset != heap->start_offset) header->start_offset = (uint32_t)heap->start_offset;
-    uint32_t words = (uint32_t)mosaic_bitmap_words(page->total_slots);
-    if (header->bitmap_words != words) header->bitmap_words = words;
+    size_t words = mosaic_bitmap_words(page->total_slots);
+    if (header->bitmap_words != words) header->bitmap_words = (uint32_t)words;
     page->final_slots = 0;
     page->free_next = NULL;
     /* A page created during lazy sweeping counts as swept: the sweeper skips it. */
     page->cycle->before_sweep = false;
     memset(page->mark_bits, 0, MOSAIC_BITMAP_WORDS * sizeof(mosaic_bits_t));
-    page_lay_out_side_bitmaps(page);
+    page_lay_out_side_bitmaps(page, words);
     /* An empty page of the same class already has every slot on its freelist: leave the
      * slots untouched (a forked child then keeps them shared). */
     if (!same) page_build_freelist(page);
