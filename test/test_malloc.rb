@@ -45,26 +45,9 @@ class TestMosaicMalloc < Test::Unit::TestCase
   # off, so the lazy sweep advances with allocation.
   def test_swept_garbage_does_not_hide_new_malloc
     omit "Mosaic's malloc accounting" unless mosaic?
-    env = { "RUBY_GC_MALLOC_LIMIT_MAX" => "33554432", "MOSAIC_BACKGROUND_SWEEP" => "0" }
-    assert_gc_script(<<~'RUBY', env: env, args: ["-W0"])
-      GC.start
-      c = GC.count
-      keep = []
-      total = 0
-      rng = Random.new(1)
-      300_000.times do |i|
-        cap = 4096 + rng.rand(60_000)
-        s = String.new(capacity: cap)
-        total += cap
-        keep << s if i % 100 == 0
-        keep.shift if keep.size > 50
-      end
-      gcs = GC.count - c
-      # At most one malloc limit (32 MiB) between GCs would be total / 32 MiB, 300 here; the
-      # netted count was 136, one GC per 75 MB.
-      assert_operator gcs, :>=, total / (48 << 20), "GCs for #{total >> 20} MiB of malloc"
-      assert_equal 50, keep.size
-    RUBY
+    # At most one malloc limit (32 MiB) between GCs would be total / 32 MiB, 300 here; the
+    # netted count was 136, one GC per 75 MB.
+    assert_gc_per_malloc(48, 300_000, "String.new(capacity: cap)")
   end
 
   # A C extension's object whose dfree may not run inside the GC (its data type lacks
@@ -74,24 +57,33 @@ class TestMosaicMalloc < Test::Unit::TestCase
   def test_zombie_frees_do_not_hide_new_malloc
     omit "Mosaic's malloc accounting" unless mosaic?
     ext = built_extension("mosaic_deferred_free")
+    # One malloc limit (32 MiB) between GCs is total / 32 MiB, 102 here; netted against the
+    # zombies' frees, 73 (one per 45 MiB).
+    assert_gc_per_malloc(40, "rounds(100_000)", "MosaicDeferredFree.new(cap)", prelude: "require #{ext.dump}")
+  end
+
+  # Runs `count` (Ruby code) allocations of `make` (Ruby code of `cap`, 4-64 KB of malloc), one in
+  # 100 kept for 50 more, with the malloc limit at 32 MiB and the background sweeper off (the lazy
+  # sweep then advances with allocation, so the count depends on accounting, not timing), and
+  # asserts at least one GC per `mib` MiB of that malloc.
+  def assert_gc_per_malloc(mib, count, make, prelude: "")
     env = { "RUBY_GC_MALLOC_LIMIT_MAX" => "33554432", "MOSAIC_BACKGROUND_SWEEP" => "0" }
     assert_gc_script(<<~RUBY, env: env, args: ["-W0"])
-      require #{ext.dump}
+      #{prelude}
       GC.start
       c = GC.count
       keep = []
       total = 0
       rng = Random.new(1)
-      rounds(100_000).times do |i|
-        b = MosaicDeferredFree.new(4096 + rng.rand(60_000))
-        total += b.bytesize
-        keep << b if i % 100 == 0
+      (#{count}).times do |i|
+        cap = 4096 + rng.rand(60_000)
+        obj = #{make}
+        total += cap
+        keep << obj if i % 100 == 0
         keep.shift if keep.size > 50
       end
       gcs = GC.count - c
-      # One malloc limit (32 MiB) between GCs is total / 32 MiB, 102 here; netted against the
-      # zombies' frees, 73 (one per 45 MiB).
-      assert_operator gcs, :>=, total / (40 << 20), "GCs for \#{total >> 20} MiB of malloc"
+      assert_operator gcs, :>=, total / (#{mib} << 20), "GCs for \#{total >> 20} MiB of malloc"
       assert_equal 50, keep.size
     RUBY
   end

@@ -5,7 +5,7 @@
  * zombie and its dfree runs later, from the finalizer job (finalize.c).
  *
  * MosaicDeferredFree.new(bytes): an object holding `bytes` bytes from ruby_xmalloc, every page
- * of it written. #bytesize: that size.
+ * of it written.
  */
 #include <string.h>
 
@@ -57,19 +57,10 @@ buffer_initialize(VALUE self, VALUE size)
     return self;
 }
 
-static VALUE
-buffer_bytesize(VALUE self)
-{
-    struct buffer *b;
-    TypedData_Get_Struct(self, struct buffer, &buffer_type, b);
-    return SIZET2NUM(b->size);
-}
-
 void
 Init_mosaic_deferred_free(void)
 {
     VALUE c = rb_define_class("MosaicDeferredFree", rb_cObject);
     rb_define_alloc_func(c, buffer_alloc);
     rb_define_method(c, "initialize", buffer_initialize, 1);
-    rb_define_method(c, "bytesize", buffer_bytesize, 0);
 }
