@@ -24,7 +24,7 @@
 source "$(dirname "$0")/lib.sh"
 set +e
 
-THREADS="test_parallel_mark.rb test_bg_sweep.rb test_incremental.rb test_process.rb test_weak.rb test_compact.rb"
+THREADS="test_parallel_mark.rb test_bg_sweep.rb test_idle_trim.rb test_incremental.rb test_process.rb test_weak.rb test_compact.rb"
 files=()
 all=false
 for arg in "$@"; do

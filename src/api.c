@@ -43,6 +43,7 @@ rb_gc_impl_objspace_free(void *objspace_ptr)
 {
     mosaic_objspace_t *objspace = objspace_ptr;
     mosaic_bg_sweep_free(objspace);
+    mosaic_idle_trim_free();
     mosaic_free_handoff_free(objspace);
     mosaic_heap_free_all(objspace);
     mosaic_mark_workers_stop(objspace);
@@ -137,6 +138,7 @@ rb_gc_impl_shutdown_free_objects(void *objspace_ptr)
 {
     mosaic_objspace_t *objspace = objspace_ptr;
     mosaic_bg_sweep_free(objspace);
+    mosaic_idle_trim_free();
     for (size_t p = 0; p < objspace->pages.sorted_count; p++) {
         struct mosaic_page *page = objspace->pages.sorted[p];
         for (size_t i = 0; i < page->total_slots; i++) {

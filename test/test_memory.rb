@@ -32,7 +32,7 @@ class TestMosaicMemory < Test::Unit::TestCase
       # Every figure has its peak companion, and the single-key form answers too.
       s.each_key.grep(/\Amosaic_(?!peak_)(.*)_bytes\z/) do |k|
         next if %i[mosaic_heap_target_bytes mosaic_live_bytes mosaic_malloc_live_bytes mosaic_memory_limit_bytes mosaic_memory_used_bytes
-                  mosaic_growth_step_bytes mosaic_growth_trigger_bytes mosaic_grown_bytes].include?(k)
+                  mosaic_growth_step_bytes mosaic_growth_trigger_bytes mosaic_grown_bytes mosaic_idle_trim_returned_bytes].include?(k)
         assert_include s.keys, :"mosaic_peak_#{k.to_s.delete_prefix("mosaic_")}", k
       end
       assert_kind_of Integer, GC.stat(:mosaic_libc_in_use_bytes)

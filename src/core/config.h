@@ -47,6 +47,7 @@ struct mosaic_params {
     bool incremental;                /* MOSAIC_INCREMENTAL=0 turns off marking in steps for pacer-started majors (DESIGN.md, "Incremental marking") */
     bool background_sweep;           /* MOSAIC_BACKGROUND_SWEEP=0 turns off the background sweeper (bg_sweep.c; on by default) */
     size_t background_sweep_min_pages; /* MOSAIC_BACKGROUND_SWEEP_MIN_PAGES: a sweep of fewer pages stays on the Ruby thread */
+    size_t idle_trim_ms;             /* MOSAIC_IDLE_TRIM_MS: the quiet time before the idle trim (threads/idle_trim.c; 0: off) */
     size_t incremental_min;          /* MOSAIC_INCREMENTAL_MIN: live slots below which a major marks at once */
     double incremental_ratio;        /* MOSAIC_INCREMENTAL_RATIO: a major marks in steps only if marking it at once would
                                       * take more than this many times the longest recent minor mark (0: always) */

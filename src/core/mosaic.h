@@ -9,7 +9,7 @@
  *   space/space.h          size classes, pages, the page table, the pool, allocation caches
  *   collect/collect.h      the cycle, marking, incremental marking, generations, sweeping,
  *                          compaction, finalizers, object ids
- *   threads/threads.h      the parallel markers and the background sweeper
+ *   threads/threads.h      the parallel markers, the background sweeper, the idle trim
  *   policy/policy.h        pacing, malloc accounting, memory figures
  *   introspect/introspect.h  GC.stat and the profiler's records, heap walks
  *   debug/debug.h          the checking build's state, the heap checker, race mode; the reference-update probe

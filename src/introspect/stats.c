@@ -41,6 +41,7 @@
     X(total_freed_objects) X(total_freed_pages) X(total_moved_objects) X(weak_references_count) \
     X(mosaic_heap_target_bytes) X(mosaic_live_bytes) X(mosaic_malloc_live_bytes) \
     X(mosaic_pool_pages) X(mosaic_pages_returned) X(mosaic_malloc_trim_count) X(mosaic_malloc_trim_time) \
+    X(mosaic_idle_trim_count) X(mosaic_idle_trim_returned_bytes) X(mosaic_idle_trim_time) \
     X(mosaic_memory_limit_bytes) X(mosaic_memory_limit_set_aside) X(mosaic_memory_used_bytes) \
     X(mosaic_growth_step_bytes) X(mosaic_growth_trigger_bytes) X(mosaic_grown_bytes) X(mosaic_room_scale_percent) \
     X(mosaic_gc_wall_time) X(mosaic_gc_cpu_time) X(mosaic_pause_max_minor_us) X(mosaic_pause_max_major_us) \
@@ -192,6 +193,16 @@ mosaic_stat(mosaic_objspace_t *objspace, VALUE hash_or_sym)
     FIGURE(mosaic_pages_returned, objspace->pool.pages_returned);
     FIGURE(mosaic_malloc_trim_count, st->malloc_trim_count);
     FIGURE(mosaic_malloc_trim_time, st->malloc_trim_time_ns / 1000000);
+    /* The idle trim's figures take its lock: read only when a figure needs them. */
+    size_t idle_trims = 0, idle_trim_returned = 0;
+    uint64_t idle_trim_ns = 0;
+    if (NIL_P(key) || key == SYM(mosaic_idle_trim_count) || key == SYM(mosaic_idle_trim_returned_bytes) ||
+        key == SYM(mosaic_idle_trim_time)) {
+        mosaic_idle_trim_totals(&idle_trims, &idle_trim_returned, &idle_trim_ns);
+    }
+    FIGURE(mosaic_idle_trim_count, idle_trims);
+    FIGURE(mosaic_idle_trim_returned_bytes, idle_trim_returned);
+    FIGURE(mosaic_idle_trim_time, idle_trim_ns / 1000000);
     FIGURE(mosaic_memory_limit_bytes, objspace->params.memory_limit);
     FIGURE(mosaic_memory_limit_set_aside, objspace->pace.limit_set_aside);
     FIGURE(mosaic_memory_used_bytes, mosaic_pace_used_bytes(objspace));

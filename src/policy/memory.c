@@ -3,7 +3,8 @@
  * about it: the breakdown (GC.stat :mosaic_*_bytes, stats.c), its snapshot at the peak,
  * MOSAIC_TRACE=1 (one line per GC on stderr, like Go's GODEBUG=gctrace=1),
  * MOSAIC_MEMORY_REPORT=1 (the breakdown at exit and at the peak), and malloc_trim after major
- * GCs.
+ * GCs (a program that has stopped collecting is trimmed by threads/idle_trim.c, told at each GC's
+ * end what the overhead is).
  *
  * The breakdown (struct mosaic_memory, fields in mosaic.h) mixes exact figures (pages, slots,
  * Ruby's malloc accounting) with the allocator's and the kernel's views (mallinfo2, VmRSS),
@@ -48,8 +49,10 @@
 # define MOSAIC_TRIM_IDLE ((size_t)1 << 20)
 #endif
 
-static size_t
-rss_bytes(void)
+/* The process's resident bytes now (one read of /proc/self/statm; 0 if it cannot be read).
+ * Any thread (the idle trim's too). */
+size_t
+mosaic_memory_rss_bytes(void)
 {
     char buf[128];
     int fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
@@ -178,7 +181,7 @@ mosaic_memory_breakdown(mosaic_objspace_t *objspace, struct mosaic_memory *m, en
     else if (measure == MOSAIC_MEASURE_PACED && libc_walk_due(objspace)) libc_measure(objspace, true);
     libc_estimate(objspace, m);  /* after a walk just now: its figures exactly */
 #endif  /* not glibc: no mallinfo2, the libc figures stay 0 */
-    if (measure != MOSAIC_MEASURE_NONE) objspace->memory.rss_measured = rss_bytes();
+    if (measure != MOSAIC_MEASURE_NONE) objspace->memory.rss_measured = mosaic_memory_rss_bytes();
     m->rss = objspace->memory.rss_measured;
     size_t accounted = m->heap_pages + m->heap_pooled + m->libc_in_use + m->libc_free;
     m->other = m->rss > accounted ? m->rss - accounted : 0;
@@ -211,14 +214,15 @@ reason_name(unsigned int reason)
 size_t
 mosaic_memory_measure_overhead(mosaic_objspace_t *objspace)
 {
-    size_t rss = rss_bytes();
+    size_t rss = mosaic_memory_rss_bytes();
     size_t counted = mosaic_pace_counted_bytes(objspace);
     objspace->memory.rss_overhead_bytes = rss > counted ? rss - counted : 0;
     objspace->memory.rss_measured = rss;
     return rss;
 }
 
-/* End of a collection (VM lock held): the trace line and the peak snapshot. */
+/* End of a collection (VM lock held): the trace line, the peak snapshot, and the overhead for
+ * the idle trim. */
 void
 mosaic_memory_after_gc(mosaic_objspace_t *objspace, unsigned int reason)
 {
@@ -254,6 +258,7 @@ mosaic_memory_after_gc(mosaic_objspace_t *objspace, unsigned int reason)
                 pause_us / 1000, pause_us % 1000, objspace->pace.gc_time_share * 100, objspace->pace.room_scale);
     }
     size_t rss = mosaic_memory_measure_overhead(objspace);
+    mosaic_idle_trim_after_gc(objspace, objspace->memory.rss_overhead_bytes);
     if (rss > objspace->memory.peak.rss + objspace->memory.peak.rss / 50) {
         mosaic_memory_breakdown(objspace, &objspace->memory.peak, MOSAIC_MEASURE_PACED);
     }

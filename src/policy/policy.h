@@ -138,6 +138,7 @@ enum mosaic_measure {
 };
 void mosaic_memory_breakdown(mosaic_objspace_t *objspace, struct mosaic_memory *m, enum mosaic_measure measure);
 size_t mosaic_memory_measure_overhead(mosaic_objspace_t *objspace);
+size_t mosaic_memory_rss_bytes(void);
 void mosaic_memory_after_gc(mosaic_objspace_t *objspace, unsigned int reason);
 void mosaic_memory_after_sweep(mosaic_objspace_t *objspace);
 void mosaic_memory_trim_now(mosaic_objspace_t *objspace);

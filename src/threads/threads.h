@@ -1,7 +1,7 @@
 /*
  * threads.h: the GC threads that run beside the collector and the mutator: the parallel
- * markers (mark_workers.c) and the background sweeper (bg_sweep.c, and the frees it hands to
- * the Ruby thread: free_handoff.c). Their state is opaque;
+ * markers (mark_workers.c), the background sweeper (bg_sweep.c, and the frees it hands to
+ * the Ruby thread: free_handoff.c), and the idle trim (idle_trim.c). Their state is opaque;
  * what they share with the mutator, and the rules for it: docs/DESIGN.md, "threads".
  */
 #ifndef MOSAIC_THREADS_H
@@ -50,6 +50,11 @@ void mosaic_bg_sweep_totals(mosaic_objspace_t *objspace, uint64_t *cpu_ns, size_
 void mosaic_bg_sweep_wait(mosaic_objspace_t *objspace);
 bool mosaic_bg_sweep_claim(mosaic_objspace_t *objspace, struct mosaic_page *page);
 void mosaic_bg_sweep_free(mosaic_objspace_t *objspace);
+
+/* idle_trim.c: malloc_trim once the program has gone quiet */
+void mosaic_idle_trim_after_gc(mosaic_objspace_t *objspace, size_t overhead);
+void mosaic_idle_trim_totals(size_t *trims, size_t *returned_bytes, uint64_t *time_ns);
+void mosaic_idle_trim_free(void);
 
 /* free_handoff.c: the sweeper's frees of large blocks, done by the mutator */
 void mosaic_free_handoff_thread_begin(void);
