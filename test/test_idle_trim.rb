@@ -42,8 +42,11 @@ class TestMosaicIdleTrim < Test::Unit::TestCase
       wait_for_trims(1)
       assert_equal 1, trims
       assert_equal count, GC.count, "the trim needs no GC"
-      assert_operator GC.stat(:mosaic_idle_trim_returned_bytes), :>=, 8 << 20
-      assert_operator rss, :<=, before - (8 << 20)
+      # A sanitizer's allocator is not glibc's: its malloc_trim has nothing to give back.
+      unless GC::OPTS.include?("MOSAIC_ASAN") || GC::OPTS.include?("MOSAIC_TSAN")
+        assert_operator GC.stat(:mosaic_idle_trim_returned_bytes), :>=, 8 << 20
+        assert_operator rss, :<=, before - (8 << 20)
+      end
       sleep 1
       assert_equal 1, trims, "one trim per quiet spell"
       assert_equal 750, keep.count { |s| s == "y" * 1000 }
