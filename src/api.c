@@ -76,6 +76,7 @@ rb_gc_impl_set_params(void *objspace_ptr)
     mosaic_params_from_env(&objspace->params);
     mosaic_pace_init(objspace);
     mosaic_bg_sweep_init(objspace);
+    mosaic_idle_trim_init(objspace);
 }
 
 void

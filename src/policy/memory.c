@@ -384,6 +384,8 @@ mosaic_memory_after_sweep(mosaic_objspace_t *objspace)
     draw[0] = objspace->malloc.high_at_gc > survivors ? objspace->malloc.high_at_gc - survivors : 0;
     objspace->malloc.high_at_gc = 0;
     trim_malloc(objspace, false);
+    /* What the rule left, now that the sweep's frees show (the idle trim judged at the GC's end). */
+    mosaic_idle_trim_after_sweep(objspace, objspace->memory.rss_overhead_bytes);
 #endif
 }
 

@@ -52,7 +52,9 @@ bool mosaic_bg_sweep_claim(mosaic_objspace_t *objspace, struct mosaic_page *page
 void mosaic_bg_sweep_free(mosaic_objspace_t *objspace);
 
 /* idle_trim.c: malloc_trim once the program has gone quiet */
+void mosaic_idle_trim_init(mosaic_objspace_t *objspace);
 void mosaic_idle_trim_after_gc(mosaic_objspace_t *objspace, size_t overhead);
+void mosaic_idle_trim_after_sweep(mosaic_objspace_t *objspace, size_t overhead);
 void mosaic_idle_trim_totals(size_t *trims, size_t *returned_bytes, uint64_t *time_ns);
 void mosaic_idle_trim_free(void);
 
