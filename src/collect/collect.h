@@ -114,6 +114,8 @@ struct mosaic_mark_state {
     struct mosaic_ptr_vec weak_refs;  /* weak slots registered this mark phase, all markers' */
     struct mosaic_weak_index weak_index; /* weak_index.c; built only after a remove_weak */
     bool aging;                      /* this mark phase ages and promotes what it marks */
+    bool overflowed;                 /* a marked object could not be pushed (no memory for the stack): the
+                                      * phase's end traces every marked object again (mark.c) */
     size_t last_traced[2];           /* slots traced by the latest minor [0] and major [1] mark phase, plus one (0: none yet) */
     uint64_t latest_ns;              /* the latest mark done at once: MOSAIC_TRACE, the fragmentation policy's
                                       * move budget, the mark cost below (measured even with GC time off) */

@@ -56,12 +56,23 @@
  * mutator's calls (test_the_collectors_work_stays_proportional_to_the_heap). Relaxed atomics:
  * the GC threads map and unmap chunks too. */
 static size_t chunks_mapped, chunks_mapped_peak;
+#if MOSAIC_CHECK
+/* MOSAIC_STRESS_MARK_STACK (checking build): at most this many chunks mapped at once, a chunk
+ * beyond them failing as if memory had run out (0: no limit). Set at each mark's start. */
+static size_t chunks_limit;
+#endif
 
+/* A fresh chunk, or NULL when none can be mapped (memory exhausted): the caller's object then
+ * stays marked without an entry, and the mark's end traces every marked object again
+ * (mark_overflow_rescan). */
 static struct mosaic_mark_chunk *
 mosaic_mark_chunk_map(void)
 {
+#if MOSAIC_CHECK
+    if (chunks_limit && __atomic_load_n(&chunks_mapped, __ATOMIC_RELAXED) >= chunks_limit) return NULL;
+#endif
     void *p = mmap(NULL, sizeof(struct mosaic_mark_chunk), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (p == MAP_FAILED) rb_bug("Mosaic: out of memory growing the mark stack");
+    if (p == MAP_FAILED) return NULL;
     size_t now = __atomic_add_fetch(&chunks_mapped, 1, __ATOMIC_RELAXED);
     size_t peak = __atomic_load_n(&chunks_mapped_peak, __ATOMIC_RELAXED);
     while (now > peak && !__atomic_compare_exchange_n(&chunks_mapped_peak, &peak, now, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED));
@@ -82,7 +93,8 @@ mosaic_peak_mark_stack_bytes(void)
     return __atomic_load_n(&chunks_mapped_peak, __ATOMIC_RELAXED) * sizeof(struct mosaic_mark_chunk);
 }
 
-static void
+/* False when the stack cannot grow (no chunk can be mapped): obj is not on it. */
+static bool
 mark_stack_push(struct mosaic_mark_stack *stack, VALUE obj)
 {
     struct mosaic_mark_chunk *top = stack->top;
@@ -93,12 +105,30 @@ mark_stack_push(struct mosaic_mark_stack *stack, VALUE obj)
         }
         else {
             chunk = mosaic_mark_chunk_map();
+            if (!chunk) return false;
         }
         chunk->prev = top;
         chunk->used = 0;
         stack->top = top = chunk;
     }
     top->items[top->used++] = obj;
+    return true;
+}
+
+/* A marked object that could not be pushed: grey with no entry anywhere. Any thread (the GC
+ * threads too); the mark's end, all markers idle, reads the flag (mark_overflow_rescan). */
+static void
+mark_overflowed(mosaic_objspace_t *objspace)
+{
+    __atomic_store_n(&objspace->mark.overflowed, true, __ATOMIC_RELAXED);
+}
+
+/* Pushes a marked object to be traced; when the stack cannot grow, it stays marked and the
+ * mark's end finds it (mark_overflow_rescan). */
+static inline void
+push_grey(mosaic_objspace_t *objspace, struct mosaic_mark_stack *stack, VALUE obj)
+{
+    if (RB_UNLIKELY(!mark_stack_push(stack, obj))) mark_overflowed(objspace);
 }
 
 static bool
@@ -157,7 +187,7 @@ mosaic_mark_stack_split(struct mosaic_mark_stack *stack)
     if (top->used < 16) return NULL;
     struct mosaic_mark_chunk *chunk = stack->spare;
     if (chunk) stack->spare = NULL;
-    else chunk = mosaic_mark_chunk_map();
+    else if (!(chunk = mosaic_mark_chunk_map())) return NULL;   /* no memory: nothing to hand over */
     size_t half = top->used / 2;
     memcpy(chunk->items, top->items, half * sizeof(VALUE));
     memmove(top->items, top->items + half, (top->used - half) * sizeof(VALUE));
@@ -394,7 +424,7 @@ maybe_offer(mosaic_objspace_t *objspace, struct mosaic_marker *marker)
 static void
 mark_stack_push_offering(mosaic_objspace_t *objspace, struct mosaic_marker *marker, VALUE obj)
 {
-    mark_stack_push(&marker->stack, obj);
+    push_grey(objspace, &marker->stack, obj);
     maybe_offer(objspace, marker);
 }
 
@@ -590,7 +620,7 @@ major_mark_start(mosaic_objspace_t *objspace)
 static void
 push_for_rescan(mosaic_objspace_t *objspace, VALUE obj)
 {
-    mark_stack_push(&objspace->mark.main_marker.stack, obj);
+    push_grey(objspace, &objspace->mark.main_marker.stack, obj);
     if (RB_UNLIKELY(objspace->nursery.evacuating)) {
         mosaic_ptr_vec_push(&objspace->nursery.traced, (void *)obj);
         objspace->nursery.rescanned++;
@@ -692,6 +722,10 @@ mark_setup(mosaic_objspace_t *objspace, bool full, bool parallel)
     objspace->stats.marked_slots = 0;
     objspace->stats.weak_references_count = 0;
     objspace->incremental.traced_by_threads = 0;
+    objspace->mark.overflowed = false;
+#if MOSAIC_CHECK
+    chunks_limit = objspace->params.stress_mark_stack;
+#endif
     objspace->stats.remembered_rescanned = 0;
     objspace->nursery.traced.size = 0;
     objspace->nursery.rescanned = 0;
@@ -724,13 +758,65 @@ mark_roots(mosaic_objspace_t *objspace)
     rb_gc_mark_roots(objspace, NULL);
 }
 
-/* The end of every mark phase (stack and queue empty): counts merged, dead weak references
- * cleared, old objects counted. */
+/* The type of a marked slot that tracing may read: not free, not a zombie, not moved. */
+static inline bool
+traceable_p(VALUE obj)
+{
+    switch (RB_BUILTIN_TYPE(obj)) {
+      case T_NONE: case T_ZOMBIE: case T_MOVED:
+        return false;
+      default:
+        return true;
+    }
+}
+
+/* The mark stack could not grow during this phase (no chunk could be mapped: memory exhausted,
+ * or MOSAIC_STRESS_MARK_STACK), so some marked objects were never traced. Every marked object
+ * is traced again here, by `marker` on the collecting thread alone (every other marker is idle),
+ * and what that marks is drained; a pass that overflows again is followed by another. Tracing a
+ * marked object twice is harmless: its marked children are skipped, remembering an old parent
+ * and registering a weak slot are idempotent (the weak list may hold a slot twice; clearing it
+ * twice is the same). In a minor GC the old objects count as marked and are traced too: a young
+ * object an old garbage object names then survives this GC, which is safe. Each pass marks at
+ * least the children of every marked object, so the passes end. An evacuating minor GC moves
+ * nothing after an overflow: its list of traced objects would miss the rescanned ones. */
+static void
+mark_overflow_rescan(mosaic_objspace_t *objspace, struct mosaic_marker *marker)
+{
+    while (__atomic_load_n(&objspace->mark.overflowed, __ATOMIC_RELAXED)) {
+        objspace->mark.overflowed = false;
+        objspace->stats.mark_overflow_rescans++;
+        objspace->nursery.evacuating = false;
+        marker->shared = false;
+        for (int h = 0; h < MOSAIC_HEAP_COUNT; h++) {
+            struct mosaic_heap *heap = &objspace->heaps[h];
+            for (size_t j = 0; j < heap->page_count; j++) {
+                struct mosaic_page *page = heap->pages[j];
+                size_t words = mosaic_page_bitmap_words(page);
+                for (size_t w = 0; w < words; w++) {
+                    mosaic_bits_t bits = page->mark_bits[w];
+                    while (bits) {
+                        int b = __builtin_ctzll(bits);
+                        bits &= bits - 1;
+                        VALUE obj = mosaic_slot_at(page, w * 64 + (size_t)b);
+                        if (!traceable_p(obj)) continue;
+                        scan_in_place(objspace, marker, obj, marker->base_depth);
+                        marker_trace(objspace, marker, SIZE_MAX);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/* The end of every mark phase (stack and queue empty): what an overflow left traced, counts
+ * merged, dead weak references cleared, old objects counted. */
 static void
 mark_complete(mosaic_objspace_t *objspace, bool full, bool parallel)
 {
     struct mosaic_marker *marker = &objspace->mark.main_marker;
     size_t traced = parallel ? mosaic_mark_workers_finish(objspace, marker) : 0;
+    mark_overflow_rescan(objspace, marker);
     traced += mosaic_marker_end(objspace, marker) + objspace->incremental.traced_by_threads;
     objspace->mark.last_traced[full] = traced + 1;
 
@@ -780,13 +866,14 @@ marker_resume(mosaic_objspace_t *objspace, struct mosaic_marker *marker, unsigne
 
 /* The prefetch queue emptied onto the stack: a queued object is marked but not yet scanned. */
 static void
-marker_flush_queue(struct mosaic_marker *marker)
+marker_flush_queue(mosaic_objspace_t *objspace, struct mosaic_marker *marker)
 {
 #if MOSAIC_MARK_QUEUE
     VALUE obj;
     unsigned int depth;
-    while (mark_queue_take(&marker->queue, &obj, &depth)) mark_stack_push(&marker->stack, obj);
+    while (mark_queue_take(&marker->queue, &obj, &depth)) push_grey(objspace, &marker->stack, obj);
 #else
+    (void)objspace;
     (void)marker;
 #endif
 }
@@ -794,7 +881,7 @@ marker_flush_queue(struct mosaic_marker *marker)
 static void
 marker_pause(mosaic_objspace_t *objspace, struct mosaic_marker *marker)
 {
-    marker_flush_queue(marker);
+    marker_flush_queue(objspace, marker);
     objspace->marking = false;
     current_marker = NULL;
 }
@@ -805,7 +892,7 @@ bool
 mosaic_marker_trace(mosaic_objspace_t *objspace, struct mosaic_marker *marker, size_t budget)
 {
     if (marker_trace(objspace, marker, budget)) return true;
-    marker_flush_queue(marker);
+    marker_flush_queue(objspace, marker);
     return false;
 }
 
@@ -905,7 +992,8 @@ mosaic_marked_wb_unprotected_each(mosaic_objspace_t *objspace, void (*func)(VALU
 static void
 push_main_i(VALUE obj, void *data)
 {
-    mark_stack_push(&((mosaic_objspace_t *)data)->mark.main_marker.stack, obj);
+    mosaic_objspace_t *objspace = data;
+    push_grey(objspace, &objspace->mark.main_marker.stack, obj);
 }
 
 /* The final pause: the roots again (none of them has a write barrier), then every marked
@@ -937,7 +1025,7 @@ mosaic_mark_grey(mosaic_objspace_t *objspace, VALUE obj)
     if (!mark_bit_claim(page->mark_bits, bit, true)) return;
     objspace->mark.main_marker.marked_by_heap[page->heap - objspace->heaps]++;
     if (objspace->mark.aging) age_and_promote(page, bit, true);
-    mark_stack_push(&objspace->mark.main_marker.stack, obj);
+    push_grey(objspace, &objspace->mark.main_marker.stack, obj);
 }
 
 /* True when obj is marked and not queued for a retrace yet: only then does a bulk write to it
@@ -965,7 +1053,13 @@ mosaic_mark_grey_again(mosaic_objspace_t *objspace, VALUE obj)
     size_t bit = mosaic_bit_index(obj);
     if (mosaic_bit_test(page->retrace_bits, bit)) return;
     mosaic_bit_set_atomic(page->retrace_bits, bit);   /* other Ractors read it without the lock */
-    mark_stack_push(&objspace->incremental.retrace, obj);
+    if (RB_UNLIKELY(!mark_stack_push(&objspace->incremental.retrace, obj))) {
+        /* Not queued: the final pause traces every marked object again instead. The bit goes,
+         * so that a later bulk write queues the object again rather than taking it as queued. */
+        mosaic_bit_clear_atomic(page->retrace_bits, bit);
+        mark_overflowed(objspace);
+        return;
+    }
     if (++objspace->incremental.retrace_queued > objspace->stats.incremental_retrace_queue_max) {
         objspace->stats.incremental_retrace_queue_max = objspace->incremental.retrace_queued;
     }

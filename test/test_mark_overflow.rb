@@ -1,0 +1,129 @@
+# frozen_string_literal: true
+# Marking when the mark stack cannot grow (mark.c, mark_overflow_rescan): a marked object that
+# cannot be pushed stays marked without an entry, and the mark's end traces every marked object
+# again until a pass overflows no more. Without it, running out of memory during a collection
+# was a [BUG] ("out of memory growing the mark stack"), and a crash while printing it.
+require_relative "helper"
+
+class TestMarkOverflow < Test::Unit::TestCase
+  include MosaicTestHelper
+
+  # Structures whose marking needs the stack: a wide Array of Arrays, a deep chain, a Hash of
+  # Strings, a WeakMap whose live and dead entries must both come out right, an object with a
+  # finalizer. Each collection kind runs with at most one mark-stack chunk mapped
+  # (MOSAIC_STRESS_MARK_STACK=1), so nearly every push fails; the checking build verifies the
+  # heap after every collection, so an object left untraced is a [BUG] there, and the values
+  # below must all read back.
+  OVERFLOW_SCRIPT = <<~'RUBY'
+    def build
+      wide = Array.new(200_000) { |i| [i, "s#{i}"] }
+      chain = nil
+      30_000.times { |i| chain = [chain, "c#{i}"] }
+      table = {}
+      50_000.times { |i| table["k#{i}"] = "v#{i}" * 2 }
+      [wide, chain, table]
+    end
+
+    def check(wide, chain, table)
+      assert_equal 200_000, wide.size
+      assert_equal "s199999", wide[199_999][1]
+      assert_equal (0...200_000).sum, wide.sum { |x| x[0] }
+      n = 0
+      node = chain
+      while node
+        n += 1
+        assert_equal "c#{30_000 - n}", node[1] if n % 1000 == 0
+        node = node[0]
+      end
+      assert_equal 30_000, n
+      assert_equal 50_000, table.size
+      assert_equal "v49999v49999", table["k49999"]
+    end
+
+    wide, chain, table = build
+    weak = ObjectSpace::WeakMap.new
+    kept = Array.new(1000) { |i| "kept#{i}" }
+    values = kept.map(&:upcase)              # a WeakMap holds its values weakly too
+    kept.each_with_index { |k, i| weak[k] = values[i] }
+    1000.times { |i| weak["dead#{i}"] = "x" }
+    finalized = []
+    obj = Object.new
+    ObjectSpace.define_finalizer(obj, proc { finalized << 1 })
+    obj = nil
+
+    rescans0 = GC.stat(:mosaic_mark_overflow_rescans)
+    GC.start                                   # a major GC
+    GC.start(full_mark: false)                 # a minor GC: old objects count as marked
+    20.times { wide << [0, "young"]; Array.new(10_000) { |i| "t#{i}" } }  # minors from allocation
+    GC.start
+    wide.pop(20)
+    assert_operator GC.stat(:mosaic_mark_overflow_rescans), :>, rescans0
+    check(wide, chain, table)
+    kept.each_with_index { |k, i| assert_same values[i], weak[k] }
+    assert_operator weak.size, :<=, 1000 + 100  # the dead keys' entries are cleared (a few may be held by the stack)
+  RUBY
+
+  def test_marking_completes_when_the_mark_stack_cannot_grow
+    omit "MOSAIC_STRESS_MARK_STACK is the checking build's" unless mosaic? && checking_build?
+    assert_gc_script(OVERFLOW_SCRIPT, env: { "MOSAIC_STRESS_MARK_STACK" => "1" })
+  end
+
+  # The same with the GC threads marking beside the collecting one, each failing its pushes.
+  def test_parallel_marking_completes_when_the_mark_stack_cannot_grow
+    omit "MOSAIC_STRESS_MARK_STACK is the checking build's" unless mosaic? && checking_build?
+    assert_gc_script(OVERFLOW_SCRIPT, env: { "MOSAIC_STRESS_MARK_STACK" => "2", "MOSAIC_GC_THREADS" => "2",
+                                             "MOSAIC_PARALLEL_MARK_MIN" => "0" })
+  end
+
+  # And with every major GC the pacer starts marking in steps, where the mutator runs between
+  # steps with grey objects on no stack (and writes that re-grey objects fail to queue them).
+  def test_incremental_marking_completes_when_the_mark_stack_cannot_grow
+    omit "MOSAIC_STRESS_MARK_STACK is the checking build's" unless mosaic? && checking_build?
+    assert_gc_script(<<~'RUBY', env: { "MOSAIC_STRESS_MARK_STACK" => "1", "MOSAIC_STRESS_INCREMENTAL" => "64" })
+      rescans0 = GC.stat(:mosaic_mark_overflow_rescans)
+      steps0 = GC.stat(:mosaic_incremental_steps)
+      root = []
+      200.times do |round|
+        root << Array.new(500) { |i| "r#{round}-#{i}" }
+        root[round / 2].concat(["late#{round}"])     # a bulk write between steps
+        Array.new(2000) { |i| [i] }                   # garbage, to start majors
+      end
+      GC.start
+      assert_operator GC.stat(:mosaic_incremental_steps), :>, steps0
+      assert_operator GC.stat(:mosaic_mark_overflow_rescans), :>, rescans0
+      assert_equal 200, root.size
+      assert_equal "r199-499", root[199][499]
+      assert_equal 200 * 500 + 200, root.sum(&:size)
+      assert_equal "late199", root[99].last
+    RUBY
+  end
+
+  # Real memory exhaustion (an address-space limit), in a program whose live Array of small
+  # objects grows until memory runs out, so that collections run with almost nothing left for
+  # the mark stack. The process may end with NoMemoryError rescued, or with CRuby's "[FATAL]
+  # failed to allocate memory" (raising the error needs memory too: the default GC ends this
+  # program that way), but never with a [BUG] or a signal. Before the fix 5 of 8 such runs
+  # ended in "[BUG] Mosaic: out of memory growing the mark stack", with a SIGSEGV or SIGABRT.
+  def test_running_out_of_memory_while_marking_is_not_a_crash
+    omit "the sanitizers' allocators reserve address space of their own" if sanitized_build?
+    omit "the checking build verifies every GC: filling the memory takes minutes" if checking_build?
+    script = <<~'RUBY'
+      vm = File.read("/proc/self/status")[/VmSize:\s+(\d+)/, 1].to_i * 1024
+      Process.setrlimit(:AS, vm + (256 << 20))
+      a = []
+      begin
+        loop { a << Object.new }
+      rescue NoMemoryError
+        a = nil
+        puts "rescued"
+      end
+    RUBY
+    3.times do
+      out, status = Open3.capture2e({ "RUBY_GC_LIBRARY" => LIB_NAME, "RUBYOPT" => nil },
+                                    RbConfig.ruby, "--disable=gems", "-e", script)
+      refute_match(/\[BUG\]/, out)
+      refute status.signaled?, "ended by signal #{status.termsig}: #{out[0, 2000]}"
+      assert(status.success? || out.include?("[FATAL] failed to allocate memory"), out[0, 2000])
+    end
+  end
+end
