@@ -12,9 +12,9 @@
 #
 # Usage: scripts/tsan-gate.sh [--all | TEST_FILE...]
 #   no argument   the files whose tests run the GC threads beside each other and beside the
-#                 mutator: parallel marking, the background sweeper, incremental steps (shared
-#                 with the markers), fork (threads stopped and restarted), weak references,
-#                 compaction. The whole suite takes too long under TSan for CI (GC.stress
+#                 mutator: parallel marking (also with pushes failing: the mark-stack
+#                 overflow), the background sweeper, incremental steps (shared with the
+#                 markers), fork (threads stopped and restarted), weak references, compaction. The whole suite takes too long under TSan for CI (GC.stress
 #                 collects at every allocation: test_stress.rb alone runs for many minutes).
 #   --all         the whole suite (test/)
 #   TEST_FILE...  those files (paths, or names under test/: test_weak.rb)
@@ -24,7 +24,7 @@
 source "$(dirname "$0")/lib.sh"
 set +e
 
-THREADS="test_parallel_mark.rb test_bg_sweep.rb test_idle_trim.rb test_incremental.rb test_process.rb test_weak.rb test_compact.rb"
+THREADS="test_parallel_mark.rb test_mark_overflow.rb test_bg_sweep.rb test_idle_trim.rb test_incremental.rb test_process.rb test_weak.rb test_compact.rb"
 files=()
 all=false
 for arg in "$@"; do
