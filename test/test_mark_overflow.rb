@@ -1,8 +1,10 @@
 # frozen_string_literal: true
-# Marking when the mark stack cannot grow (mark.c, mark_overflow_rescan): a marked object that
-# cannot be pushed stays marked without an entry, and the mark's end traces every marked object
-# again until a pass overflows no more. Without it, running out of memory during a collection
-# was a [BUG] ("out of memory growing the mark stack"), and a crash while printing it.
+# Marking when its own memory runs out. The mark stack (mark.c, mark_overflow_rescan): a marked
+# object that cannot be pushed stays marked without an entry, and the mark's end traces every
+# marked object again until a pass overflows no more. The weak list (weak_slot_unregistered): a
+# slot it cannot take keeps its referent alive. Without them, running out of memory during a
+# collection was a [BUG] ("out of memory growing the mark stack", "... an internal vector"), and
+# a crash while printing it.
 require_relative "helper"
 
 class TestMarkOverflow < Test::Unit::TestCase
@@ -11,7 +13,7 @@ class TestMarkOverflow < Test::Unit::TestCase
   # Structures whose marking needs the stack: a wide Array of Arrays, a deep chain, a Hash of
   # Strings, a WeakMap whose live and dead entries must both come out right, an object with a
   # finalizer. Each collection kind runs with at most one mark-stack chunk mapped
-  # (MOSAIC_STRESS_MARK_STACK=1), so nearly every push fails; the checking build verifies the
+  # (MOSAIC_STRESS_MARK_MEMORY=1), so nearly every push fails; the checking build verifies the
   # heap after every collection, so an object left untraced is a [BUG] there, and the values
   # below must all read back.
   OVERFLOW_SCRIPT = <<~'RUBY'
@@ -60,26 +62,25 @@ class TestMarkOverflow < Test::Unit::TestCase
     assert_operator GC.stat(:mosaic_mark_overflow_rescans), :>, rescans0
     check(wide, chain, table)
     kept.each_with_index { |k, i| assert_same values[i], weak[k] }
-    assert_operator weak.size, :<=, 1000 + 100  # the dead keys' entries are cleared (a few may be held by the stack)
   RUBY
 
   def test_marking_completes_when_the_mark_stack_cannot_grow
-    omit "MOSAIC_STRESS_MARK_STACK is the checking build's" unless mosaic? && checking_build?
-    assert_gc_script(OVERFLOW_SCRIPT, env: { "MOSAIC_STRESS_MARK_STACK" => "1" })
+    omit "MOSAIC_STRESS_MARK_MEMORY is the checking build's" unless mosaic? && checking_build?
+    assert_gc_script(OVERFLOW_SCRIPT, env: { "MOSAIC_STRESS_MARK_MEMORY" => "1" })
   end
 
   # The same with the GC threads marking beside the collecting one, each failing its pushes.
   def test_parallel_marking_completes_when_the_mark_stack_cannot_grow
-    omit "MOSAIC_STRESS_MARK_STACK is the checking build's" unless mosaic? && checking_build?
-    assert_gc_script(OVERFLOW_SCRIPT, env: { "MOSAIC_STRESS_MARK_STACK" => "2", "MOSAIC_GC_THREADS" => "2",
+    omit "MOSAIC_STRESS_MARK_MEMORY is the checking build's" unless mosaic? && checking_build?
+    assert_gc_script(OVERFLOW_SCRIPT, env: { "MOSAIC_STRESS_MARK_MEMORY" => "2", "MOSAIC_GC_THREADS" => "2",
                                              "MOSAIC_PARALLEL_MARK_MIN" => "0" })
   end
 
   # And with every major GC the pacer starts marking in steps, where the mutator runs between
   # steps with grey objects on no stack (and writes that re-grey objects fail to queue them).
   def test_incremental_marking_completes_when_the_mark_stack_cannot_grow
-    omit "MOSAIC_STRESS_MARK_STACK is the checking build's" unless mosaic? && checking_build?
-    assert_gc_script(<<~'RUBY', env: { "MOSAIC_STRESS_MARK_STACK" => "1", "MOSAIC_STRESS_INCREMENTAL" => "64" })
+    omit "MOSAIC_STRESS_MARK_MEMORY is the checking build's" unless mosaic? && checking_build?
+    assert_gc_script(<<~'RUBY', env: { "MOSAIC_STRESS_MARK_MEMORY" => "1", "MOSAIC_STRESS_INCREMENTAL" => "64" })
       rescans0 = GC.stat(:mosaic_mark_overflow_rescans)
       steps0 = GC.stat(:mosaic_incremental_steps)
       root = []
@@ -98,6 +99,36 @@ class TestMarkOverflow < Test::Unit::TestCase
     RUBY
   end
 
+  # The weak list and its index cannot grow past 4094 entries (MOSAIC_STRESS_MARK_MEMORY=1): the
+  # slots beyond are not registered, and their referents live as if the edges were strong. A
+  # WeakMap's live entries must read back; a slot left pointing at a freed object is a [BUG]
+  # in the checking build's verifier (it checks every weak slot and every WeakMap after every
+  # GC). Deleting entries while a major marks in steps removes slots from a list whose index
+  # cannot be built (a scan instead).
+  def test_weak_references_stay_right_when_the_weak_list_cannot_grow
+    omit "MOSAIC_STRESS_MARK_MEMORY is the checking build's" unless mosaic? && checking_build?
+    [{}, { "MOSAIC_STRESS_INCREMENTAL" => "64" },
+     { "MOSAIC_GC_THREADS" => "2", "MOSAIC_PARALLEL_MARK_MIN" => "0" }].each do |extra|
+      assert_gc_script(<<~'RUBY', env: { "MOSAIC_STRESS_MARK_MEMORY" => "1" }.merge(extra))
+        weak = ObjectSpace::WeakMap.new
+        keys = Array.new(10_000) { |i| "key#{i}" }
+        values = Array.new(10_000) { |i| "value#{i}" }
+        keys.each_with_index { |k, i| weak[k] = values[i] }
+        10_000.times { |i| weak["gone#{i}"] = "x#{i}" }   # dead keys: some kept, as if strong
+        3.times do |round|
+          2000.times { |i| weak[keys[i]] = values[i] }     # writes while marking
+          500.times { |i| weak.delete(keys[9000 + round * 300 + i]) }
+          Array.new(20_000) { |i| [i] }                   # garbage: majors start
+          GC.start(full_mark: round.odd?)
+        end
+        GC.start
+        8000.times { |i| assert_same values[i], weak[keys[i]] }
+        (9000...9900).each { |i| assert_nil weak[keys[i]] }
+        assert_operator weak.size, :>=, 8000
+      RUBY
+    end
+  end
+
   # Real memory exhaustion (an address-space limit), in a program whose live Array of small
   # objects grows until memory runs out, so that collections run with almost nothing left for
   # the mark stack. The process may end with NoMemoryError rescued, or with CRuby's "[FATAL]
@@ -107,9 +138,11 @@ class TestMarkOverflow < Test::Unit::TestCase
   def test_running_out_of_memory_while_marking_is_not_a_crash
     omit "the sanitizers' allocators reserve address space of their own" if sanitized_build?
     omit "the checking build verifies every GC: filling the memory takes minutes" if checking_build?
-    script = <<~'RUBY'
+    limit = <<~'RUBY'
       vm = File.read("/proc/self/status")[/VmSize:\s+(\d+)/, 1].to_i * 1024
       Process.setrlimit(:AS, vm + (256 << 20))
+    RUBY
+    objects = limit + <<~'RUBY'
       a = []
       begin
         loop { a << Object.new }
@@ -118,7 +151,20 @@ class TestMarkOverflow < Test::Unit::TestCase
         puts "rescued"
       end
     RUBY
-    3.times do
+    # A WeakMap of live keys: its weak slots fill the mark's weak list (1 of 9 runs was a [BUG]
+    # "out of memory growing an internal vector" before).
+    weak_map = limit + <<~'RUBY'
+      w = ObjectSpace::WeakMap.new
+      a = []
+      begin
+        i = 0
+        loop { k = "k#{i}"; a << k; w[k] = k; i += 1 }
+      rescue NoMemoryError
+        a = nil
+        puts "rescued"
+      end
+    RUBY
+    [objects, objects, objects, weak_map, weak_map].each do |script|
       out, status = Open3.capture2e({ "RUBY_GC_LIBRARY" => LIB_NAME, "RUBYOPT" => nil },
                                     RbConfig.ruby, "--disable=gems", "-e", script)
       refute_match(/\[BUG\]/, out)

@@ -239,9 +239,10 @@ bool mosaic_marker_trace(mosaic_objspace_t *objspace, struct mosaic_marker *mark
 size_t mosaic_marker_marked(const struct mosaic_marker *marker);
 
 /* weak_index.c */
-bool mosaic_weak_index_insert(struct mosaic_weak_index *index, VALUE *ptr, size_t pos);
+enum mosaic_weak_add { MOSAIC_WEAK_ADDED, MOSAIC_WEAK_PRESENT, MOSAIC_WEAK_NO_MEMORY };
+enum mosaic_weak_add mosaic_weak_index_insert(struct mosaic_weak_index *index, VALUE *ptr, size_t pos, size_t limit);
 bool mosaic_weak_index_remove(struct mosaic_weak_index *index, VALUE *ptr, size_t *pos);
-void mosaic_weak_index_build(struct mosaic_weak_index *index, struct mosaic_ptr_vec *list);
+bool mosaic_weak_index_build(struct mosaic_weak_index *index, struct mosaic_ptr_vec *list, size_t limit);
 void mosaic_weak_index_reset(struct mosaic_weak_index *index);
 
 /* generation.c: ages, old objects, the remembered set, write barriers */

@@ -57,9 +57,13 @@
  * the GC threads map and unmap chunks too. */
 static size_t chunks_mapped, chunks_mapped_peak;
 #if MOSAIC_CHECK
-/* MOSAIC_STRESS_MARK_STACK (checking build): at most this many chunks mapped at once, a chunk
- * beyond them failing as if memory had run out (0: no limit). Set at each mark's start. */
+/* MOSAIC_STRESS_MARK_MEMORY (checking build): at most this many chunks mapped at once, a chunk
+ * beyond them failing as if memory had run out, and a weak list or index of at most this many
+ * chunks' worth of entries (0: no limit). Set at each mark's start. */
 static size_t chunks_limit;
+#define WEAK_LIMIT (chunks_limit * MOSAIC_MARK_CHUNK)
+#else
+#define WEAK_LIMIT ((size_t)0)
 #endif
 
 /* A fresh chunk, or NULL when none can be mapped (memory exhausted): the caller's object then
@@ -277,13 +281,31 @@ mosaic_marker_begin(mosaic_objspace_t *objspace, struct mosaic_marker *marker, b
 
 /* Adds a weak slot to a list; once a removal built the list's index (weak_index.c), a slot
  * registered already (its parent traced twice) is not added twice: a removal must drop every
- * registration. False when it was there. */
-static bool
+ * registration. MOSAIC_WEAK_PRESENT when it was there; MOSAIC_WEAK_NO_MEMORY when the list or
+ * its index cannot grow: the slot is not registered, and the caller keeps its referent alive
+ * instead (weak_slot_unregistered). */
+static enum mosaic_weak_add
 weak_list_add(struct mosaic_ptr_vec *list, struct mosaic_weak_index *index, VALUE *ptr)
 {
-    if (RB_UNLIKELY(index->built) && !mosaic_weak_index_insert(index, ptr, list->size)) return false;
-    mosaic_ptr_vec_push(list, ptr);
-    return true;
+    if (RB_UNLIKELY(!mosaic_ptr_vec_try_push(list, ptr, WEAK_LIMIT))) return MOSAIC_WEAK_NO_MEMORY;
+    if (RB_UNLIKELY(index->built)) {
+        enum mosaic_weak_add added = mosaic_weak_index_insert(index, ptr, list->size - 1, WEAK_LIMIT);
+        if (added != MOSAIC_WEAK_ADDED) list->size--;
+        return added;
+    }
+    return MOSAIC_WEAK_ADDED;
+}
+
+static void mark_overflowed(mosaic_objspace_t *objspace);
+
+/* A weak slot that could not be registered (no memory for the weak list): nothing would clear
+ * it if its referent died, so the referent is marked as if the edge were strong, and lives
+ * through this GC. Marking on the running thread's marker. */
+static void
+weak_slot_unregistered(mosaic_objspace_t *objspace, VALUE *ptr)
+{
+    VALUE obj = *ptr;
+    if (!RB_SPECIAL_CONST_P(obj)) mosaic_mark(objspace, obj, false);
 }
 
 /* Ends `marker`'s phase (collecting thread, every marker idle): its counts go to the heaps and
@@ -305,7 +327,12 @@ mosaic_marker_end(mosaic_objspace_t *objspace, struct mosaic_marker *marker)
          * miss them (a slot of freed memory left in the list). */
         for (size_t i = 0; i < marker->weak_refs->size; i++) {
             VALUE *ptr = marker->weak_refs->items[i];
-            if (ptr) weak_list_add(&objspace->mark.weak_refs, &objspace->mark.weak_index, ptr);
+            if (ptr && weak_list_add(&objspace->mark.weak_refs, &objspace->mark.weak_index, ptr) == MOSAIC_WEAK_NO_MEMORY) {
+                /* Merged on the collecting thread, its marker current: what this marks is
+                 * traced by the overflow's rescan at the mark's end, or by the next step. */
+                weak_slot_unregistered(objspace, ptr);
+                mark_overflowed(objspace);
+            }
         }
         marker->weak_refs->size = 0;
         if (marker->weak_index->built) mosaic_weak_index_reset(marker->weak_index);
@@ -548,7 +575,11 @@ mosaic_mark_weak(mosaic_objspace_t *objspace, VALUE *ptr)
     }
     /* Each marker has its own list and index: a parent is traced by one marker, which
      * registers all of its slots. */
-    if (weak_list_add(marker->weak_refs, marker->weak_index, ptr)) marker->weak_count++;
+    switch (weak_list_add(marker->weak_refs, marker->weak_index, ptr)) {
+      case MOSAIC_WEAK_ADDED: marker->weak_count++; break;
+      case MOSAIC_WEAK_PRESENT: break;
+      case MOSAIC_WEAK_NO_MEMORY: weak_slot_unregistered(objspace, ptr); return;
+    }
 
     /* The same rule as for strong edges: an old parent whose weak referent is young stays
      * remembered, so the next minor GC traces it again and registers this slot again. Without
@@ -566,7 +597,14 @@ remove_weak_registered(struct mosaic_marker *marker, VALUE parent, VALUE *ptr)
      * being marked). */
     if (!RB_SPECIAL_CONST_P(parent) && !mosaic_marked_p(parent)) return;
     struct mosaic_weak_index *index = marker->weak_index;
-    if (!index->built) mosaic_weak_index_build(index, marker->weak_refs);
+    if (!index->built && !mosaic_weak_index_build(index, marker->weak_refs, WEAK_LIMIT)) {
+        /* No memory for the index: every registration of ptr found by a scan of the list. */
+        struct mosaic_ptr_vec *list = marker->weak_refs;
+        for (size_t i = 0; i < list->size; i++) {
+            if (list->items[i] == (void *)ptr) list->items[i] = NULL;
+        }
+        return;
+    }
     size_t pos;
     if (mosaic_weak_index_remove(index, ptr, &pos)) marker->weak_refs->items[pos] = NULL;
 }
@@ -724,7 +762,7 @@ mark_setup(mosaic_objspace_t *objspace, bool full, bool parallel)
     objspace->incremental.traced_by_threads = 0;
     objspace->mark.overflowed = false;
 #if MOSAIC_CHECK
-    chunks_limit = objspace->params.stress_mark_stack;
+    chunks_limit = objspace->params.stress_mark_memory;
 #endif
     objspace->stats.remembered_rescanned = 0;
     objspace->nursery.traced.size = 0;
@@ -771,7 +809,7 @@ traceable_p(VALUE obj)
 }
 
 /* The mark stack could not grow during this phase (no chunk could be mapped: memory exhausted,
- * or MOSAIC_STRESS_MARK_STACK), so some marked objects were never traced. Every marked object
+ * or MOSAIC_STRESS_MARK_MEMORY), so some marked objects were never traced. Every marked object
  * is traced again here, by `marker` on the collecting thread alone (every other marker is idle),
  * and what that marks is drained; a pass that overflows again is followed by another. Tracing a
  * marked object twice is harmless: its marked children are skipped, remembering an old parent

@@ -20,7 +20,9 @@
  *    drops (sets to NULL) a second registration of the same slot, and mark.c does not push a
  *    slot the table already holds. So a removal drops every registration of its slot.
  *  - The table is empty and unbuilt outside a mark phase (mosaic_weak_index_reset at its end).
- *  - Plain malloc: marking never calls Ruby's allocator.
+ *  - Plain malloc: marking never calls Ruby's allocator. Running out of it is no [BUG]: a table
+ *    that cannot be built stays unbuilt (removals scan the list), and a slot the table cannot
+ *    take is not registered at all (its referent is then marked as if strongly: mark.c).
  */
 #include <stdlib.h>
 
@@ -57,13 +59,17 @@ find(struct mosaic_weak_index *index, VALUE *ptr, bool *found)
     }
 }
 
-static void
-resize(struct mosaic_weak_index *index, size_t capa)
+/* False, the table unchanged, when there is no memory for the larger one (or it would pass the
+ * checking build's limit, `limit` entries). */
+static bool
+resize(struct mosaic_weak_index *index, size_t capa, size_t limit)
 {
+    if (limit && capa > 2 * limit) return false;
     struct mosaic_weak_entry *old = index->entries;
     size_t old_capa = index->capa;
-    index->entries = calloc(capa, sizeof(*index->entries));
-    if (!index->entries) rb_bug("Mosaic: out of memory growing the weak reference index");
+    struct mosaic_weak_entry *entries = calloc(capa, sizeof(*entries));
+    if (!entries) return false;
+    index->entries = entries;
     index->capa = capa;
     index->used = index->count;
     for (size_t i = 0; i < old_capa; i++) {
@@ -73,26 +79,28 @@ resize(struct mosaic_weak_index *index, size_t capa)
         }
     }
     free(old);
+    return true;
 }
 
-/* Adds ptr at position pos; false (and nothing changes) when ptr is already there. */
-bool
-mosaic_weak_index_insert(struct mosaic_weak_index *index, VALUE *ptr, size_t pos)
+/* Adds ptr at position pos: MOSAIC_WEAK_ADDED, MOSAIC_WEAK_PRESENT (ptr is there already), or
+ * MOSAIC_WEAK_NO_MEMORY (the table could not grow); nothing changes but on ADDED. */
+enum mosaic_weak_add
+mosaic_weak_index_insert(struct mosaic_weak_index *index, VALUE *ptr, size_t pos, size_t limit)
 {
     /* At most half full, tombstones included. */
     if ((index->used + 1) * 2 > index->capa) {
         size_t capa = index->capa ? index->capa : 64;
         while ((index->count + 1) * 2 > capa / 2) capa *= 2;
-        resize(index, capa);
+        if (!resize(index, capa, limit)) return MOSAIC_WEAK_NO_MEMORY;
     }
     bool found;
     struct mosaic_weak_entry *e = find(index, ptr, &found);
-    if (found) return false;
+    if (found) return MOSAIC_WEAK_PRESENT;
     if (!e->ptr) index->used++;
     e->ptr = ptr;
     e->pos = pos;
     index->count++;
-    return true;
+    return MOSAIC_WEAK_ADDED;
 }
 
 /* Removes ptr; its position in *pos. False when ptr is not there. */
@@ -109,15 +117,23 @@ mosaic_weak_index_remove(struct mosaic_weak_index *index, VALUE *ptr, size_t *po
     return true;
 }
 
-/* Builds the table from the list; a second registration of a slot is dropped from the list. */
-void
-mosaic_weak_index_build(struct mosaic_weak_index *index, struct mosaic_ptr_vec *list)
+/* Builds the table from the list; a second registration of a slot is dropped from the list.
+ * False, the table left unbuilt and empty, when there is no memory for it: the caller then
+ * removes by scanning the list (mark.c). */
+bool
+mosaic_weak_index_build(struct mosaic_weak_index *index, struct mosaic_ptr_vec *list, size_t limit)
 {
     index->built = true;
     for (size_t i = 0; i < list->size; i++) {
         VALUE *ptr = list->items[i];
-        if (ptr && !mosaic_weak_index_insert(index, ptr, i)) list->items[i] = NULL;
+        if (!ptr) continue;
+        switch (mosaic_weak_index_insert(index, ptr, i, limit)) {
+          case MOSAIC_WEAK_ADDED: break;
+          case MOSAIC_WEAK_PRESENT: list->items[i] = NULL; break;
+          case MOSAIC_WEAK_NO_MEMORY: mosaic_weak_index_reset(index); return false;
+        }
     }
+    return true;
 }
 
 void

@@ -32,7 +32,7 @@ struct mosaic_params {
     double wb_unprotected_limit_ratio;
     size_t stress_minor_every;       /* checking build: MOSAIC_STRESS_MINOR=N, a GC every N allocations */
     bool stress_compact;             /* checking build: MOSAIC_STRESS_COMPACT=1, those GCs compact (alloc.c) */
-    size_t stress_mark_stack;        /* checking build: MOSAIC_STRESS_MARK_STACK=N, at most N mark-stack chunks mapped (mark.c) */
+    size_t stress_mark_memory;        /* checking build: MOSAIC_STRESS_MARK_MEMORY=N, at most N mark-stack chunks mapped, weak lists of N chunks' entries (mark.c) */
     bool trace;                      /* MOSAIC_TRACE=1: one line per GC on stderr (memory.c) */
     bool ref_update_probe;           /* MOSAIC_REF_UPDATE_PROBE=1: debug/ref_update_probe.c */
     bool memory_report;              /* MOSAIC_MEMORY_REPORT=1: breakdown at exit and at peak */

@@ -129,6 +129,7 @@ struct mosaic_ptr_vec {
     size_t capa;
 };
 void mosaic_ptr_vec_push(struct mosaic_ptr_vec *vec, void *item);
+bool mosaic_ptr_vec_try_push(struct mosaic_ptr_vec *vec, void *item, size_t limit);
 void mosaic_ptr_vec_free(struct mosaic_ptr_vec *vec);
 
 /* CRuby's imemo kind of a T_IMEMO: bits RUBY_FL_USHIFT.. of its flags (internal/imemo.h's
