@@ -11,11 +11,11 @@ class TestMarkOverflow < Test::Unit::TestCase
   include MosaicTestHelper
 
   # Structures whose marking needs the stack: a wide Array of Arrays, a deep chain, a Hash of
-  # Strings, a WeakMap whose live and dead entries must both come out right, an object with a
-  # finalizer. Each collection kind runs with at most one mark-stack chunk mapped
-  # (MOSAIC_STRESS_MARK_MEMORY=1), so nearly every push fails; the checking build verifies the
-  # heap after every collection, so an object left untraced is a [BUG] there, and the values
-  # below must all read back.
+  # Strings, a WeakMap with live and dead entries. Each collection kind runs with at most one
+  # mark-stack chunk mapped (MOSAIC_STRESS_MARK_MEMORY=1), so pushes fail once a chunk is in use;
+  # the checking build verifies the heap after every collection (every reference, weak ones and
+  # the WeakMap's included, must name a live object), so an object left untraced is a [BUG]
+  # there, and the values below must all read back.
   OVERFLOW_SCRIPT = <<~'RUBY'
     def build
       wide = Array.new(200_000) { |i| [i, "s#{i}"] }
@@ -47,11 +47,7 @@ class TestMarkOverflow < Test::Unit::TestCase
     kept = Array.new(1000) { |i| "kept#{i}" }
     values = kept.map(&:upcase)              # a WeakMap holds its values weakly too
     kept.each_with_index { |k, i| weak[k] = values[i] }
-    1000.times { |i| weak["dead#{i}"] = "x" }
-    finalized = []
-    obj = Object.new
-    ObjectSpace.define_finalizer(obj, proc { finalized << 1 })
-    obj = nil
+    1000.times { |i| weak["dead#{i}"] = "x" }   # entries whose keys die: the verifier checks their slots
 
     rescans0 = GC.stat(:mosaic_mark_overflow_rescans)
     GC.start                                   # a major GC
@@ -69,11 +65,15 @@ class TestMarkOverflow < Test::Unit::TestCase
     assert_gc_script(OVERFLOW_SCRIPT, env: { "MOSAIC_STRESS_MARK_MEMORY" => "1" })
   end
 
-  # The same with the GC threads marking beside the collecting one, each failing its pushes.
+  # The same with a GC thread marking beside the collecting one, both failing their pushes (four
+  # chunks: a spare each and one in use each).
   def test_parallel_marking_completes_when_the_mark_stack_cannot_grow
     omit "MOSAIC_STRESS_MARK_MEMORY is the checking build's" unless mosaic? && checking_build?
-    assert_gc_script(OVERFLOW_SCRIPT, env: { "MOSAIC_STRESS_MARK_MEMORY" => "2", "MOSAIC_GC_THREADS" => "2",
-                                             "MOSAIC_PARALLEL_MARK_MIN" => "0" })
+    env = { "MOSAIC_STRESS_MARK_MEMORY" => "4", "MOSAIC_GC_THREADS" => "2", "MOSAIC_PARALLEL_MARK_MIN" => "0" }
+    assert_gc_script(OVERFLOW_SCRIPT + <<~'RUBY', env: env)
+      assert_operator GC.stat(:mosaic_parallel_marks), :>, 0
+      assert_operator GC.stat(:mosaic_parallel_marked_by_threads), :>, 0
+    RUBY
   end
 
   # And with every major GC the pacer starts marking in steps, where the mutator runs between
@@ -86,21 +86,24 @@ class TestMarkOverflow < Test::Unit::TestCase
       root = []
       200.times do |round|
         root << Array.new(500) { |i| "r#{round}-#{i}" }
-        root[round / 2].concat(["late#{round}"])     # a bulk write between steps
+        # A bulk write between steps (more than 16 elements: rb_gc_writebarrier_remember, the
+        # re-grey queue, whose pushes fail too).
+        root[round / 2].concat(Array.new(20) { |i| "late#{round}-#{i}" })
         Array.new(2000) { |i| [i] }                   # garbage, to start majors
       end
-      GC.start
       assert_operator GC.stat(:mosaic_incremental_steps), :>, steps0
-      assert_operator GC.stat(:mosaic_mark_overflow_rescans), :>, rescans0
+      assert_operator GC.stat(:mosaic_mark_overflow_rescans), :>, rescans0   # before any GC.start
+      GC.start
       assert_equal 200, root.size
       assert_equal "r199-499", root[199][499]
-      assert_equal 200 * 500 + 200, root.sum(&:size)
-      assert_equal "late199", root[99].last
+      assert_equal 200 * 500 + 200 * 20, root.sum(&:size)
+      assert_equal "late199-19", root[99].last
     RUBY
   end
 
-  # The weak list and its index cannot grow past 4094 entries (MOSAIC_STRESS_MARK_MEMORY=1): the
-  # slots beyond are not registered, and their referents live as if the edges were strong. A
+  # The weak list and its index cannot grow past 4094 entries (MOSAIC_STRESS_MARK_MEMORY=1; both
+  # grow in powers of two, the index failing first): the slots beyond are not registered, and
+  # their referents live as if the edges were strong. A
   # WeakMap's live entries must read back; a slot left pointing at a freed object is a [BUG]
   # in the checking build's verifier (it checks every weak slot and every WeakMap after every
   # GC). Deleting entries while a major marks in steps removes slots from a list whose index
@@ -125,6 +128,7 @@ class TestMarkOverflow < Test::Unit::TestCase
         8000.times { |i| assert_same values[i], weak[keys[i]] }
         (9000...9900).each { |i| assert_nil weak[keys[i]] }
         assert_operator weak.size, :>=, 8000
+        assert_operator GC.stat(:mosaic_weak_slots_unregistered), :>, 0
       RUBY
     end
   end

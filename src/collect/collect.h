@@ -64,6 +64,7 @@ struct mosaic_weak_index {
     size_t count;                    /* slots in the table */
     size_t used;                     /* entries not empty: slots + tombstones */
     bool built;
+    bool unbuildable;                /* a build failed for memory this mark: removals scan the list (mark.c) */
 };
 
 /* One thread's marking state (mark.c). The collecting thread's is objspace->mark.main_marker; each

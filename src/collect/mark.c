@@ -296,8 +296,6 @@ weak_list_add(struct mosaic_ptr_vec *list, struct mosaic_weak_index *index, VALU
     return MOSAIC_WEAK_ADDED;
 }
 
-static void mark_overflowed(mosaic_objspace_t *objspace);
-
 /* A weak slot that could not be registered (no memory for the weak list): nothing would clear
  * it if its referent died, so the referent is marked as if the edge were strong, and lives
  * through this GC. Marking on the running thread's marker. */
@@ -305,6 +303,7 @@ static void
 weak_slot_unregistered(mosaic_objspace_t *objspace, VALUE *ptr)
 {
     VALUE obj = *ptr;
+    __atomic_add_fetch(&objspace->stats.weak_slots_unregistered, 1, __ATOMIC_RELAXED);
     if (!RB_SPECIAL_CONST_P(obj)) mosaic_mark(objspace, obj, false);
 }
 
@@ -328,14 +327,14 @@ mosaic_marker_end(mosaic_objspace_t *objspace, struct mosaic_marker *marker)
         for (size_t i = 0; i < marker->weak_refs->size; i++) {
             VALUE *ptr = marker->weak_refs->items[i];
             if (ptr && weak_list_add(&objspace->mark.weak_refs, &objspace->mark.weak_index, ptr) == MOSAIC_WEAK_NO_MEMORY) {
-                /* Merged on the collecting thread, its marker current: what this marks is
-                 * traced by the overflow's rescan at the mark's end, or by the next step. */
+                /* Merged on the collecting thread, its marker current: what this marks waits
+                 * on the main marker's stack or queue, drained after the threads' end
+                 * (mark_complete) or by the next step. */
                 weak_slot_unregistered(objspace, ptr);
-                mark_overflowed(objspace);
             }
         }
         marker->weak_refs->size = 0;
-        if (marker->weak_index->built) mosaic_weak_index_reset(marker->weak_index);
+        mosaic_weak_index_reset(marker->weak_index);
     }
     /* An evacuating minor GC: what this marker marked joins the objects to update (nursery.c). */
     for (size_t i = 0; i < marker->traced.size; i++) mosaic_ptr_vec_push(&objspace->nursery.traced, marker->traced.items[i]);
@@ -597,7 +596,7 @@ remove_weak_registered(struct mosaic_marker *marker, VALUE parent, VALUE *ptr)
      * being marked). */
     if (!RB_SPECIAL_CONST_P(parent) && !mosaic_marked_p(parent)) return;
     struct mosaic_weak_index *index = marker->weak_index;
-    if (!index->built && !mosaic_weak_index_build(index, marker->weak_refs, WEAK_LIMIT)) {
+    if (!index->built && (index->unbuildable || !mosaic_weak_index_build(index, marker->weak_refs, WEAK_LIMIT))) {
         /* No memory for the index: every registration of ptr found by a scan of the list. */
         struct mosaic_ptr_vec *list = marker->weak_refs;
         for (size_t i = 0; i < list->size; i++) {
@@ -737,7 +736,7 @@ update_weak_references(mosaic_objspace_t *objspace)
     }
     objspace->stats.retained_weak_references_count = retained;
     objspace->mark.weak_refs.size = 0;
-    if (objspace->mark.weak_index.built) mosaic_weak_index_reset(&objspace->mark.weak_index);
+    mosaic_weak_index_reset(&objspace->mark.weak_index);   /* built, or found unbuildable */
 }
 
 /* Parallel marking pays for its hand-offs only when there is much to trace: when the latest
@@ -853,7 +852,13 @@ static void
 mark_complete(mosaic_objspace_t *objspace, bool full, bool parallel)
 {
     struct mosaic_marker *marker = &objspace->mark.main_marker;
-    size_t traced = parallel ? mosaic_mark_workers_finish(objspace, marker) : 0;
+    size_t traced = 0;
+    if (parallel) {
+        traced = mosaic_mark_workers_finish(objspace, marker);
+        /* What merging the threads' weak slots had to mark strongly (weak_slot_unregistered). */
+        marker->shared = false;
+        marker_trace(objspace, marker, SIZE_MAX);
+    }
     mark_overflow_rescan(objspace, marker);
     traced += mosaic_marker_end(objspace, marker) + objspace->incremental.traced_by_threads;
     objspace->mark.last_traced[full] = traced + 1;
@@ -1087,6 +1092,9 @@ void
 mosaic_mark_grey_again(mosaic_objspace_t *objspace, VALUE obj)
 {
     if (!mosaic_marked_p(obj)) return;
+    /* After an overflow the final pause traces every marked object again anyway; queueing would
+     * only try to map a chunk again at every bulk write. */
+    if (RB_UNLIKELY(__atomic_load_n(&objspace->mark.overflowed, __ATOMIC_RELAXED))) return;
     struct mosaic_page *page = mosaic_page_of(obj);
     size_t bit = mosaic_bit_index(obj);
     if (mosaic_bit_test(page->retrace_bits, bit)) return;

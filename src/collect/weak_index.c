@@ -64,7 +64,7 @@ find(struct mosaic_weak_index *index, VALUE *ptr, bool *found)
 static bool
 resize(struct mosaic_weak_index *index, size_t capa, size_t limit)
 {
-    if (limit && capa > 2 * limit) return false;
+    if (limit && capa > limit) return false;
     struct mosaic_weak_entry *old = index->entries;
     size_t old_capa = index->capa;
     struct mosaic_weak_entry *entries = calloc(capa, sizeof(*entries));
@@ -87,15 +87,16 @@ resize(struct mosaic_weak_index *index, size_t capa, size_t limit)
 enum mosaic_weak_add
 mosaic_weak_index_insert(struct mosaic_weak_index *index, VALUE *ptr, size_t pos, size_t limit)
 {
+    bool found = false;
+    struct mosaic_weak_entry *e = index->capa ? find(index, ptr, &found) : NULL;
+    if (found) return MOSAIC_WEAK_PRESENT;     /* before growing: a full table still knows it */
     /* At most half full, tombstones included. */
     if ((index->used + 1) * 2 > index->capa) {
         size_t capa = index->capa ? index->capa : 64;
         while ((index->count + 1) * 2 > capa / 2) capa *= 2;
         if (!resize(index, capa, limit)) return MOSAIC_WEAK_NO_MEMORY;
+        e = find(index, ptr, &found);
     }
-    bool found;
-    struct mosaic_weak_entry *e = find(index, ptr, &found);
-    if (found) return MOSAIC_WEAK_PRESENT;
     if (!e->ptr) index->used++;
     e->ptr = ptr;
     e->pos = pos;
@@ -130,7 +131,10 @@ mosaic_weak_index_build(struct mosaic_weak_index *index, struct mosaic_ptr_vec *
         switch (mosaic_weak_index_insert(index, ptr, i, limit)) {
           case MOSAIC_WEAK_ADDED: break;
           case MOSAIC_WEAK_PRESENT: list->items[i] = NULL; break;
-          case MOSAIC_WEAK_NO_MEMORY: mosaic_weak_index_reset(index); return false;
+          case MOSAIC_WEAK_NO_MEMORY:
+            mosaic_weak_index_reset(index);
+            index->unbuildable = true;   /* until the mark's end resets it */
+            return false;
         }
     }
     return true;

@@ -57,6 +57,7 @@ struct mosaic_stats {
     size_t incremental_retraced_objects; /* marked objects traced again after a bulk write (mark.c) */
     size_t incremental_retrace_queue_max; /* the most entries the re-grey queue has held at once */
     size_t mark_overflow_rescans;    /* heap passes tracing every marked object again after the mark stack could not grow (mark.c) */
+    size_t weak_slots_unregistered;  /* weak slots the weak list had no memory for: referents kept as if strong (mark.c) */
     size_t background_sweeps;        /* cycles the background sweeper was started on */
     size_t background_freed_objects; /* objects it freed (its CPU time and pages: bg_sweep.c) */
     size_t parallel_mark_offers;     /* chunks of mark work handed from one marker to another */

@@ -49,7 +49,7 @@
     X(mosaic_nursery_pages) X(mosaic_nursery_evacuations) X(mosaic_nursery_moved_objects) X(mosaic_nursery_stayed_objects) \
     X(mosaic_gc_threads) X(mosaic_parallel_marks) X(mosaic_parallel_mark_offers) X(mosaic_parallel_marked_by_threads) \
     X(mosaic_incremental_marks) X(mosaic_incremental_steps) X(mosaic_incremental_forced_finishes) \
-    X(mosaic_incremental_parallel_steps) X(mosaic_incremental_catch_up_steps) X(mosaic_incremental_retraced_objects) X(mosaic_incremental_retrace_queue_max) X(mosaic_race_delays) X(mosaic_peak_mark_stack_bytes) X(mosaic_mark_overflow_rescans) X(mosaic_held_back_slots) X(mosaic_background_sweeps) X(mosaic_background_swept_pages) X(mosaic_background_handed_over_blocks) \
+    X(mosaic_incremental_parallel_steps) X(mosaic_incremental_catch_up_steps) X(mosaic_incremental_retraced_objects) X(mosaic_incremental_retrace_queue_max) X(mosaic_race_delays) X(mosaic_peak_mark_stack_bytes) X(mosaic_mark_overflow_rescans) X(mosaic_weak_slots_unregistered) X(mosaic_held_back_slots) X(mosaic_background_sweeps) X(mosaic_background_swept_pages) X(mosaic_background_handed_over_blocks) \
     X(mosaic_background_freed_objects) X(mosaic_background_sweep_cpu_time)
 
 /* Plus, for every field of the memory breakdown (mosaic.h), mosaic_<name>_bytes (now) and
@@ -245,6 +245,7 @@ mosaic_stat(mosaic_objspace_t *objspace, VALUE hash_or_sym)
     FIGURE(mosaic_race_delays, mosaic_race_delays());
     FIGURE(mosaic_peak_mark_stack_bytes, mosaic_peak_mark_stack_bytes());
     FIGURE(mosaic_mark_overflow_rescans, st->mark_overflow_rescans);
+    FIGURE(mosaic_weak_slots_unregistered, st->weak_slots_unregistered);
     FIGURE(mosaic_held_back_slots, held_back_slots);
     FIGURE(mosaic_background_sweeps, st->background_sweeps);
     FIGURE(mosaic_background_swept_pages, bg_pages);

@@ -2,11 +2,13 @@
  * test_weak_index.c: unit tests of src/collect/weak_index.c, the open-addressing table from a
  * weak slot's address to its position in the weak list. Owns the checks of insert, remove,
  * build and reset against a reference model, tombstones (probe chains that survive a removal,
- * their reuse), growth, and the table's invariants read from its struct.
+ * their reuse), growth, a table that may not grow (out of memory), and the table's invariants
+ * read from its struct.
  *
  * weak_index.c is compiled with the library's flags and include paths (Ruby's headers) and
- * linked alone into this binary: no libruby, no Ruby process. It calls only rb_bug (when
- * calloc fails), which this file defines to fail the test loudly.
+ * linked alone into this binary: no libruby, no Ruby process. It calls no Ruby function (a
+ * table that cannot grow is reported to the caller); rb_bug is defined here to fail the test
+ * loudly should that change.
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -93,6 +95,16 @@ entry_index(const struct mosaic_weak_index *index, VALUE *ptr)
     return SIZE_MAX;
 }
 
+/* Inserts with no limit: true when added, false when ptr was there (the table cannot run out
+ * of memory here short of calloc failing, which the checks would report). */
+static bool
+ins(struct mosaic_weak_index *index, VALUE *ptr, size_t pos)
+{
+    enum mosaic_weak_add added = mosaic_weak_index_insert(index, ptr, pos, 0);
+    CHECKF(added != MOSAIC_WEAK_NO_MEMORY, "no memory at %zu entries", index->count);
+    return added == MOSAIC_WEAK_ADDED;
+}
+
 /* ------------------------------------------------------------------- tests */
 
 static void
@@ -115,11 +127,11 @@ test_insert_remove_reinsert(void)
     VALUE *p = slot(7), *q = slot(8);
     size_t pos = 0;
 
-    CHECK(mosaic_weak_index_insert(&index, p, 5));
+    CHECK(ins(&index, p, 5));
     CHECK_EQ(index.count, 1);
     CHECK_EQ(index.capa, 64);
     /* A second registration of the same slot: refused, the first position kept. */
-    CHECK(!mosaic_weak_index_insert(&index, p, 7));
+    CHECK(!ins(&index, p, 7));
     CHECK_EQ(index.count, 1);
     CHECK_EQ(entry_pos(&index, p), 5);
 
@@ -136,7 +148,7 @@ test_insert_remove_reinsert(void)
     CHECK(index_consistent(&index));
 
     /* Reinserted at another position: the tombstone is reused, nothing else taken. */
-    CHECK(mosaic_weak_index_insert(&index, p, 9));
+    CHECK(ins(&index, p, 9));
     CHECK_EQ(index.count, 1);
     CHECK_EQ(index.used, 1);
     CHECK(mosaic_weak_index_remove(&index, p, &pos));
@@ -163,7 +175,7 @@ test_collisions_share_one_chain(void)
     if (!CHECK_EQ(found, N + 1)) return;
 
     struct mosaic_weak_index index = { 0 };
-    for (size_t i = 0; i < N; i++) CHECK(mosaic_weak_index_insert(&index, chain[i], 100 + i));
+    for (size_t i = 0; i < N; i++) CHECK(ins(&index, chain[i], 100 + i));
     if (!CHECK_EQ(index.capa, capa)) goto done;   /* the positions below assume no resize */
     for (size_t i = 0; i < N; i++) CHECKF(entry_index(&index, chain[i]) == (home + i) % capa, "chain member %zu", i);
 
@@ -174,10 +186,10 @@ test_collisions_share_one_chain(void)
     /* Past the tombstone, and past the end of the table. */
     CHECK(mosaic_weak_index_remove(&index, chain[10], &pos));
     CHECK_EQ(pos, 110);
-    CHECK(!mosaic_weak_index_insert(&index, chain[15], 0));
+    CHECK(!ins(&index, chain[15], 0));
     CHECK_EQ(entry_pos(&index, chain[15]), 115);
     /* A new member takes the first tombstone of its chain. */
-    CHECK(mosaic_weak_index_insert(&index, chain[N], 200));
+    CHECK(ins(&index, chain[N], 200));
     CHECK_EQ(entry_index(&index, chain[N]), home + 2);
     for (size_t i = 0; i < N; i++) {
         if (i == 2 || i == 10) continue;
@@ -201,7 +213,7 @@ test_growth_many_entries(void)
     size_t capa_seen = 0;
     bool grew_in_order = true;
     for (size_t i = 0; i < N; i++) {
-        if (!mosaic_weak_index_insert(&index, slot(i), i)) {
+        if (!ins(&index, slot(i), i)) {
             CHECKF(false, "insert %zu refused", i);
             break;
         }
@@ -244,7 +256,7 @@ test_tombstones_do_not_grow_the_table(void)
     struct mosaic_weak_index index = { 0 };
     size_t pos, wrong = 0, max_capa = 0;
     for (size_t i = 0; i < 1000000; i++) {
-        if (!mosaic_weak_index_insert(&index, slot(i), i)) wrong++;
+        if (!ins(&index, slot(i), i)) wrong++;
         if (!mosaic_weak_index_remove(&index, slot(i), &pos) || pos != i) wrong++;
         if (index.capa > max_capa) max_capa = index.capa;
     }
@@ -254,11 +266,11 @@ test_tombstones_do_not_grow_the_table(void)
     mosaic_weak_index_reset(&index);
 
     enum { POP = 1000 };
-    for (size_t i = 0; i < POP; i++) mosaic_weak_index_insert(&index, slot(i), i);
+    for (size_t i = 0; i < POP; i++) ins(&index, slot(i), i);
     max_capa = 0;
     for (size_t i = POP; i < 500000; i++) {
         if (!mosaic_weak_index_remove(&index, slot(i - POP), &pos) || pos != i - POP) wrong++;
-        if (!mosaic_weak_index_insert(&index, slot(i), i)) wrong++;
+        if (!ins(&index, slot(i), i)) wrong++;
         if (index.capa > max_capa) max_capa = index.capa;
     }
     CHECK_EQ(wrong, 0);
@@ -285,7 +297,7 @@ test_random_against_model(void)
         /* Phases of mostly inserts and mostly removals, so the count sweeps up and down. */
         bool insert = ((op / 50000) % 2 == 0) ? (x & 7) < 6 : (x & 7) < 2;
         if (insert) {
-            bool added = mosaic_weak_index_insert(&index, slot(k), op);
+            bool added = ins(&index, slot(k), op);
             if (added != (model[k] == SIZE_MAX)) disagree++;
             if (added) {
                 model[k] = op;
@@ -338,7 +350,7 @@ test_build_drops_duplicates(void)
     struct mosaic_ptr_vec list = { items, n, n };
     struct mosaic_weak_index index = { 0 };
 
-    mosaic_weak_index_build(&index, &list);
+    CHECK(mosaic_weak_index_build(&index, &list, 0));
     CHECK(index.built);
     CHECK_EQ(index.count, 4);
     void *want[] = { a, b, NULL, NULL, c, NULL, d, NULL, NULL };
@@ -350,8 +362,8 @@ test_build_drops_duplicates(void)
     CHECK(index_consistent(&index));
 
     /* mark.c: a slot already there is not pushed; a new one goes in at the list's end. */
-    CHECK(!mosaic_weak_index_insert(&index, c, list.size));
-    CHECK(mosaic_weak_index_insert(&index, e, list.size));
+    CHECK(!ins(&index, c, list.size));
+    CHECK(ins(&index, e, list.size));
     size_t pos;
     CHECK(mosaic_weak_index_remove(&index, e, &pos));
     CHECK_EQ(pos, n);
@@ -363,14 +375,14 @@ test_build_drops_duplicates(void)
     mosaic_weak_index_reset(&index);
     CHECK(index.entries == NULL && index.capa == 0 && index.count == 0 && index.used == 0 && !index.built);
     CHECK(!mosaic_weak_index_remove(&index, a, &pos));
-    CHECK(mosaic_weak_index_insert(&index, a, 3));
+    CHECK(ins(&index, a, 3));
     CHECK(mosaic_weak_index_remove(&index, a, &pos));
     CHECK_EQ(pos, 3);
     mosaic_weak_index_reset(&index);
 
     /* An empty list builds an empty index. */
     struct mosaic_ptr_vec empty = { NULL, 0, 0 };
-    mosaic_weak_index_build(&index, &empty);
+    CHECK(mosaic_weak_index_build(&index, &empty, 0));
     CHECK(index.built);
     CHECK_EQ(index.count, 0);
     CHECK(!mosaic_weak_index_remove(&index, a, &pos));
@@ -390,7 +402,7 @@ test_build_large_list(void)
     }
     struct mosaic_ptr_vec list = { items, 2 * N, 2 * N };
     struct mosaic_weak_index index = { 0 };
-    mosaic_weak_index_build(&index, &list);
+    CHECK(mosaic_weak_index_build(&index, &list, 0));
     CHECK_EQ(index.count, N);
     size_t kept = 0, dropped = 0, pos, wrong = 0;
     for (size_t i = 0; i < 2 * N; i++) {
@@ -408,6 +420,56 @@ test_build_large_list(void)
     free(items);
 }
 
+/* A table that may not grow past `limit` entries' worth (the checking build's
+ * MOSAIC_STRESS_MARK_MEMORY, or calloc failing): the insert that would need a larger table
+ * reports MOSAIC_WEAK_NO_MEMORY and changes nothing; what it held is still found, at its
+ * position, and removals and inserts that fit still work. */
+static void
+test_insert_past_the_limit_changes_nothing(void)
+{
+    enum { LIMIT = 64 };
+    struct mosaic_weak_index index = { 0 };
+    size_t n = 0;
+    enum mosaic_weak_add added;
+    while ((added = mosaic_weak_index_insert(&index, slot(n), n, LIMIT)) == MOSAIC_WEAK_ADDED) n++;
+    CHECK_EQ(added, MOSAIC_WEAK_NO_MEMORY);
+    CHECK(n > 0 && index.capa <= LIMIT);
+    CHECK_EQ(index.count, n);
+    CHECK_EQ(entry_pos(&index, slot(n)), SIZE_MAX);
+    CHECK(index_consistent(&index));
+    size_t wrong = 0;
+    for (size_t i = 0; i < n; i++) wrong += entry_pos(&index, slot(i)) != i;
+    CHECK_EQ(wrong, 0);
+    /* A slot already there is found as such, not refused for memory. */
+    CHECK_EQ(mosaic_weak_index_insert(&index, slot(0), 99, LIMIT), MOSAIC_WEAK_PRESENT);
+    size_t pos;
+    CHECK(mosaic_weak_index_remove(&index, slot(1), &pos) && pos == 1);
+    CHECK(index_consistent(&index));
+    mosaic_weak_index_reset(&index);
+}
+
+/* A list longer than the limit: build reports false and leaves the table empty and unbuilt, so
+ * the caller scans the list (mark.c); the list loses nothing but second registrations. */
+static void
+test_build_past_the_limit_leaves_it_unbuilt(void)
+{
+    enum { N = 200, LIMIT = 64 };
+    void *items[N];
+    for (size_t i = 0; i < N; i++) items[i] = slot(i % 150);   /* 50 second registrations */
+    struct mosaic_ptr_vec list = { items, N, N };
+    struct mosaic_weak_index index = { 0 };
+    CHECK(!mosaic_weak_index_build(&index, &list, LIMIT));
+    CHECK(!index.built && index.entries == NULL && index.capa == 0 && index.count == 0 && index.used == 0);
+    size_t kept = 0;
+    for (size_t i = 0; i < 150; i++) kept += list.items[i] == slot(i);
+    CHECK_EQ(kept, 150);
+    /* With room, the same list builds. */
+    CHECK(mosaic_weak_index_build(&index, &list, 0));
+    CHECK_EQ(index.count, 150);
+    CHECK(index_consistent(&index));
+    mosaic_weak_index_reset(&index);
+}
+
 int
 main(void)
 {
@@ -418,6 +480,8 @@ main(void)
     RUN(test_tombstones_do_not_grow_the_table);
     RUN(test_random_against_model);
     RUN(test_build_drops_duplicates);
+    RUN(test_insert_past_the_limit_changes_nothing);
+    RUN(test_build_past_the_limit_leaves_it_unbuilt);
     RUN(test_build_large_list);
     return check_summary("test/c/test_weak_index.c");
 }
