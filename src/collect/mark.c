@@ -35,7 +35,10 @@
  *    sets in a shared bitmap word (mark, pin, age, old, remembered) is set atomically. Counts
  *    and weak lists are merged into the objspace when the phase ends (mosaic_marker_end).
  *  - The mark stack is mapped from the OS and the weak list uses plain malloc: marking never
- *    calls into Ruby's allocator, so it cannot recurse into the collector.
+ *    calls into Ruby's allocator, so it cannot recurse into the collector. Running out of either
+ *    loses nothing: an object the stack has no room for stays marked and the phase's end traces
+ *    every marked object again (mark_overflow_rescan); a weak slot the list has no room for keeps
+ *    its referent alive as a strong edge would (weak_slot_unregistered).
  */
 #include <stdlib.h>
 #include <sys/mman.h>
